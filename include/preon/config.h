@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_CONFIG_H
+#define PREON_CONFIG_H
+
+#include <stddef.h>
+
+typedef enum { PREON_SYNC_REQUEST = 0, PREON_SYNC_BATCH } preon_sync_mode_t;
+
+/**
+ * The whole configuration. Filled once at start-up (defaults, then the YAML file, then PREON_* variables) and
+ * passed read-only (`const preon_config_t *`) to every thread afterwards. Strings are owned by the struct.
+ */
+typedef struct st_preon_config_t {
+    struct {
+        char *listen;            /* numeric address to bind ("0.0.0.0", "::", "127.0.0.1") */
+        int port;                /* TCP port */
+        int threads;             /* event loops; 0 = one per CPU */
+        int shutdown_timeout_ms; /* how long SIGTERM waits for requests in flight */
+        int max_body_bytes;      /* largest request body accepted */
+    } server;
+    struct {
+        char *url;                  /* libpq URI or key=value string; "" = libpq's PG* variables */
+        int connections_per_thread; /* pipelined connections each event loop owns */
+        int max_queued;             /* queries waiting or in flight per thread before 503 */
+        int query_timeout_ms;       /* oldest query in flight on a connection older than this: 504, reconnect */
+        int connect_timeout_ms;     /* a connection attempt older than this is abandoned */
+        int reconnect_min_ms;       /* first back-off after a failed or lost connection */
+        int reconnect_max_ms;       /* back-off doubles up to this */
+        int sync;                   /* preon_sync_mode_t: one Sync per request, or one per loop-pass batch */
+    } database;
+    struct {
+        int level; /* preon_log_level_t */
+    } log;
+} preon_config_t;
+
+/** Fills `cfg` with the built-in defaults. Pair with preon_config_dispose. */
+void preon_config_init(preon_config_t *cfg);
+
+/** Frees the strings `cfg` owns. Accepts a config that was only initialised. */
+void preon_config_dispose(preon_config_t *cfg);
+
+/**
+ * Applies a YAML document (`text`, `len` bytes) on top of `cfg`. `name` is the file name used in messages.
+ * On error returns a negative code and writes one line "NAME:LINE:COL: what is wrong" to `err`.
+ */
+int preon_config_load_string(preon_config_t *cfg, const char *name, const char *text, size_t len, char *err, size_t errlen);
+
+/** Reads the file `path` and applies it as preon_config_load_string does ("PATH: cannot read: ..." if unreadable). */
+int preon_config_load_file(preon_config_t *cfg, const char *path, char *err, size_t errlen);
+
+/**
+ * Applies every PREON_<SECTION>_<KEY> found in `envp` (a NULL-terminated "NAME=value" array, e.g. environ).
+ * On error writes "environment PREON_X_Y: what is wrong" to `err` and returns a negative code.
+ */
+int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, size_t errlen);
+
+/** Writes every key and its value as YAML to `fp` (for --check-config and the start-up log). */
+void preon_config_print(const preon_config_t *cfg, void *fp);
+
+#endif

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_DB_H
+#define PREON_DB_H
+
+#include <h2o.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "preon/config.h"
+
+/*
+ * The database layer: each event-loop thread owns one pool, and the pool owns a few libpq connections in
+ * pipeline mode. A query is a record the caller owns (usually embedded in a larger per-request struct); the
+ * pool sends it at the end of the current loop pass, behind whatever is already in flight, and calls exactly one
+ * of its callbacks later on the same thread. Nothing here blocks and nothing takes a lock: every function must
+ * be called on the thread that owns the pool.
+ */
+
+typedef struct st_preon_db_pool_t preon_db_pool_t;
+typedef struct st_preon_db_query_t preon_db_query_t;
+/** A query's rows; really a PGresult, kept opaque so that only src/db/ includes libpq-fe.h. */
+typedef struct st_preon_db_result_t preon_db_result_t;
+
+/** A statement every connection prepares once, by its index in the table given to the pool. */
+typedef struct st_preon_db_statement_t {
+    const char *name;
+    const char *sql;
+    int nparams;
+} preon_db_statement_t;
+
+#define PREON_DB_MAX_PARAMS 8
+
+/** Query flags. */
+#define PREON_DB_WRITE 0x1u /* never batched under one Sync with other requests' queries, never re-sent */
+#define PREON_DB_MORE 0x2u  /* more queries of the same request follow: no Sync after this one */
+
+/** Called once with the rows. `res` is borrowed: valid only during the call. */
+typedef void (*preon_db_result_cb)(preon_db_query_t *q, const preon_db_result_t *res);
+/**
+ * Called once instead of on_result: `err` is PREON_EDB (the database refused the query; `detail` is its
+ * message), PREON_ETIMEDOUT, PREON_ECONNLOST, PREON_ENOTCONN or PREON_ESHUTDOWN. `detail` is borrowed.
+ */
+typedef void (*preon_db_error_cb)(preon_db_query_t *q, int err, const char *detail);
+
+struct st_preon_db_query_t {
+    unsigned stmt;                            /* index into the statement table */
+    unsigned flags;                           /* PREON_DB_* */
+    int nparams;                              /* must equal the statement's nparams */
+    const char *params[PREON_DB_MAX_PARAMS];  /* text-format values, borrowed until a callback runs */
+    preon_db_result_cb on_result;
+    preon_db_error_cb on_error;
+    /* owned by the db layer while the query is queued */
+    preon_db_query_t *_next;
+    uint64_t _sent_at;
+    unsigned char _resent;
+};
+
+/** Counters of one pool, read by the server for logs and readiness. */
+typedef struct st_preon_db_stats_t {
+    size_t queued;       /* accepted and not yet answered */
+    unsigned ready;      /* connections able to take queries */
+    unsigned total;      /* configured connections */
+    uint64_t reconnects; /* connections (re)established after the first */
+} preon_db_stats_t;
+
+/**
+ * Creates a pool on `loop` and starts connecting its connections in the background (a database that is down
+ * is not an error: the pool keeps retrying with back-off). `cfg` and `statements` are borrowed for the
+ * pool's lifetime. `tag` names the pool in logs.
+ */
+preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_statement_t *statements,
+                                      size_t nstatements, const char *tag);
+
+/**
+ * Fails every query still queued with PREON_ESHUTDOWN (their callbacks run before this returns), closes the
+ * connections and frees the pool. Accepts NULL.
+ */
+void preon_db_pool_destroy(preon_db_pool_t *pool);
+
+/**
+ * Queues `q` for sending at the end of this loop pass. Returns 0, after which exactly one of q's callbacks will
+ * run later; or, with no callback ever called, PREON_ENOTCONN (no connection is ready), PREON_EQUEUEFULL
+ * (database.max_queued queries already wait on this thread) or PREON_EINVAL (bad statement or parameters).
+ */
+int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *q);
+
+/** Fills `*st` with the pool's counters. */
+void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st);
+
+/** Rows in a result. */
+int preon_db_result_rows(const preon_db_result_t *res);
+/** The text of (row, col); NULL for SQL NULL. `*len` receives its length. Borrowed from `res`. */
+const char *preon_db_result_value(const preon_db_result_t *res, int row, int col, size_t *len);
+/** Rows an UPDATE/INSERT/DELETE touched (0 if not such a command). */
+long preon_db_result_affected(const preon_db_result_t *res);
+
+#endif

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_JSON_H
+#define PREON_JSON_H
+
+#include <h2o.h>
+#include <jansson.h>
+
+/**
+ * Serializes `value` compactly (`{"id":1,"name":"Kiwi"}`: no spaces, keys in insertion order, UTF-8 kept as is,
+ * control characters, quotes and backslashes escaped) into memory from `pool`. Borrows `value`. Returns the
+ * bytes, or {NULL, 0} if jansson fails.
+ */
+h2o_iovec_t preon_json_dump(json_t *value, h2o_mem_pool_t *pool);
+
+/**
+ * Builds the JSON object of one fruit row, {"id": id, "name": name}. `name` is `len` bytes of UTF-8. Returns a
+ * new reference, or NULL if `name` is not valid UTF-8.
+ */
+json_t *preon_json_fruit(long long id, const char *name, size_t len);
+
+/** Builds the error body {"error": message, "status": status}. Returns a new reference. */
+json_t *preon_json_error(int status, const char *message);
+
+#endif

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_ROUTER_H
+#define PREON_ROUTER_H
+
+#include <h2o.h>
+
+/* Method bits; a route that allows GET also allows HEAD. */
+#define PREON_M_GET 0x01u
+#define PREON_M_HEAD 0x02u
+#define PREON_M_POST 0x04u
+#define PREON_M_PUT 0x08u
+#define PREON_M_DELETE 0x10u
+#define PREON_M_PATCH 0x20u
+#define PREON_M_OPTIONS 0x40u
+
+struct st_preon_thread_t;
+
+/**
+ * A request handler. `param` is the path segment that matched the route's "{…}" (empty when it has none; it
+ * points into the request). Returns 0; the handler answers the request, now or later from a callback.
+ */
+typedef int (*preon_handler_fn)(struct st_preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+
+typedef struct st_preon_route_t {
+    const char *pattern; /* "/hello", or "/fruits/{id}": a trailing "{…}" matches one non-empty-or-empty segment */
+    unsigned methods;    /* PREON_M_* */
+    preon_handler_fn handler;
+} preon_route_t;
+
+typedef struct st_preon_match_t {
+    int status;                 /* 0: call route->handler; 404: no route has this path; 405: path known, method not */
+    const preon_route_t *route; /* when status is 0 */
+    h2o_iovec_t param;          /* when status is 0 */
+    unsigned allow;             /* when status is 405: the methods the path allows */
+} preon_match_t;
+
+/** Returns the PREON_M_* bit of a method name, or 0 for a method preon does not know. */
+unsigned preon_method_bit(const char *method, size_t len);
+
+/**
+ * Finds the route for (method, path) in `routes` (`n` entries, earlier ones win). `path` excludes the query
+ * string. Fills `*m` and returns m->status. Pure: no allocation, callable from any thread.
+ */
+int preon_router_match(const preon_route_t *routes, size_t n, const char *method, size_t mlen, const char *path, size_t plen,
+                       preon_match_t *m);
+
+/** Writes the Allow header value for `methods` ("GET, HEAD, POST") into `buf`; returns its length. */
+size_t preon_router_allow(unsigned methods, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_SERVER_H
+#define PREON_SERVER_H
+
+#include <h2o.h>
+#include <pthread.h>
+#include "preon/config.h"
+#include "preon/db.h"
+
+/**
+ * Everything one event-loop thread owns: its loop, h2o context, listener, database pool and counters. Nothing
+ * in it is touched by another thread, except `receiver`, through which the main thread posts the shutdown
+ * message.
+ */
+typedef struct st_preon_thread_t {
+    h2o_context_t ctx; /* first: handlers find their thread from req->conn->ctx */
+    h2o_accept_ctx_t accept_ctx;
+    h2o_evloop_t *loop;
+    const preon_config_t *cfg;
+    unsigned index;
+    pthread_t tid;
+    h2o_socket_t *listener;
+    preon_db_pool_t *db;
+    h2o_multithread_queue_t *queue;
+    h2o_multithread_receiver_t receiver;
+    h2o_multithread_message_t stop_msg;
+    int draining;             /* SIGTERM seen: no new connections, finish what is in flight */
+    uint64_t drain_deadline;  /* loop time after which the thread exits even with requests pending */
+    size_t pending;           /* requests waiting for the database */
+    int exit_loop;
+} preon_thread_t;
+
+/** The thread that owns `req`. */
+static inline preon_thread_t *preon_thread_of(h2o_req_t *req)
+{
+    return (preon_thread_t *)req->conn->ctx;
+}
+
+/**
+ * Binds the listeners, starts cfg->server.threads event loops (0: one per CPU), serves until SIGTERM or SIGINT,
+ * then drains (bounded by server.shutdown_timeout_ms) and returns 0; or returns a negative code after printing
+ * why start-up failed. Call from the main thread with `cfg` fully loaded; `cfg` is borrowed.
+ */
+int preon_server_run(const preon_config_t *cfg);
+
+#endif

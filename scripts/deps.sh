@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs, with apt-get, whichever Debian 12 packages preon needs that are missing.
+# Usage: scripts/deps.sh build|run|test|bench   (each includes what the ones before it need)
+set -euo pipefail
+
+build=(cmake make gcc pkg-config libh2o-evloop-dev libpq-dev libjansson-dev libyaml-dev)
+run=(postgresql-15 postgresql-client-15 curl)
+test=(libcmocka-dev python3 util-linux)
+bench=(wrk apache2-utils gnuplot-nox)
+
+want=("${build[@]}")
+case "${1:-build}" in
+    build) ;;
+    run) want+=("${run[@]}") ;;
+    test) want+=("${run[@]}" "${test[@]}") ;;
+    bench) want+=("${run[@]}" "${test[@]}" "${bench[@]}") ;;
+    *) echo "usage: $0 build|run|test|bench" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "==> installing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "missing packages and not root: run as root, or apt-get install ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+#include "preon/config.h"
+#include "preon/errors.h"
+#include "preon/log.h"
+
+/*
+ * The configuration is one table of entries (section, key, type, bounds, default), as in redis's config.c:
+ * the YAML loader, the environment overrides, the printer and the defaults all walk the same table, so a new
+ * key is one new row.
+ */
+typedef enum { T_INT, T_STRING, T_ENUM } entry_type_t;
+
+typedef struct {
+    const char *section;
+    const char *key;
+    entry_type_t type;
+    size_t offset;
+    long min, max;            /* T_INT */
+    const char *const *names; /* T_ENUM: NULL-terminated; the value stored is the index */
+    const char *def;          /* default, in the same text form the file uses */
+} entry_t;
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const sync_modes[] = {"request", "batch", NULL};
+
+#define OFF(f) offsetof(preon_config_t, f)
+static const entry_t entries[] = {
+    {"server", "listen", T_STRING, OFF(server.listen), 0, 0, NULL, "0.0.0.0"},
+    {"server", "port", T_INT, OFF(server.port), 1, 65535, NULL, "8080"},
+    {"server", "threads", T_INT, OFF(server.threads), 0, 256, NULL, "0"},
+    {"server", "shutdown_timeout_ms", T_INT, OFF(server.shutdown_timeout_ms), 0, 3600000, NULL, "10000"},
+    {"server", "max_body_bytes", T_INT, OFF(server.max_body_bytes), 0, 1 << 30, NULL, "65536"},
+    {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
+    {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 1, 64, NULL, "1"},
+    {"database", "max_queued", T_INT, OFF(database.max_queued), 1, 1000000, NULL, "4096"},
+    {"database", "query_timeout_ms", T_INT, OFF(database.query_timeout_ms), 10, 3600000, NULL, "5000"},
+    {"database", "connect_timeout_ms", T_INT, OFF(database.connect_timeout_ms), 10, 3600000, NULL, "3000"},
+    {"database", "reconnect_min_ms", T_INT, OFF(database.reconnect_min_ms), 1, 3600000, NULL, "50"},
+    {"database", "reconnect_max_ms", T_INT, OFF(database.reconnect_max_ms), 1, 3600000, NULL, "1000"},
+    {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "request"},
+    {"log", "level", T_ENUM, OFF(log.level), 0, 0, log_levels, "info"},
+};
+#undef OFF
+#define NUM_ENTRIES (sizeof(entries) / sizeof(entries[0]))
+
+static int *int_field(preon_config_t *cfg, const entry_t *e)
+{
+    return (int *)((char *)cfg + e->offset);
+}
+
+static char **string_field(preon_config_t *cfg, const entry_t *e)
+{
+    return (char **)((char *)cfg + e->offset);
+}
+
+/* Stores `value` into the entry's field. On a bad value writes the reason (without location) to `why`. */
+static int set_value(preon_config_t *cfg, const entry_t *e, const char *value, char *why, size_t whylen)
+{
+    switch (e->type) {
+    case T_INT: {
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (*value == '\0' || *end != '\0' || errno != 0 || v < e->min || v > e->max) {
+            snprintf(why, whylen, "%s.%s: expected an integer from %ld to %ld, got '%s'", e->section, e->key, e->min, e->max,
+                     value);
+            return PREON_EINVAL;
+        }
+        *int_field(cfg, e) = (int)v;
+        return 0;
+    }
+    case T_STRING: {
+        char **f = string_field(cfg, e);
+        free(*f);
+        *f = strdup(value);
+        if (*f == NULL)
+            abort();
+        return 0;
+    }
+    case T_ENUM:
+        for (int i = 0; e->names[i] != NULL; i++) {
+            if (strcmp(e->names[i], value) == 0) {
+                *int_field(cfg, e) = i;
+                return 0;
+            }
+        }
+        int n = snprintf(why, whylen, "%s.%s: expected one of", e->section, e->key);
+        for (int i = 0; e->names[i] != NULL && n > 0 && (size_t)n < whylen; i++)
+            n += snprintf(why + n, whylen - n, "%s %s", i == 0 ? "" : ",", e->names[i]);
+        if (n > 0 && (size_t)n < whylen)
+            snprintf(why + n, whylen - n, "; got '%s'", value);
+        return PREON_EINVAL;
+    }
+    return PREON_EINVAL;
+}
+
+void preon_config_init(preon_config_t *cfg)
+{
+    char why[256];
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < NUM_ENTRIES; i++) {
+        int rv = set_value(cfg, &entries[i], entries[i].def, why, sizeof(why));
+        (void)rv; /* the defaults are part of the program; the unit tests prove they parse */
+    }
+}
+
+void preon_config_dispose(preon_config_t *cfg)
+{
+    for (size_t i = 0; i < NUM_ENTRIES; i++) {
+        if (entries[i].type == T_STRING) {
+            char **f = string_field(cfg, &entries[i]);
+            free(*f);
+            *f = NULL;
+        }
+    }
+}
+
+static const entry_t *find_entry(const char *section, const char *key)
+{
+    for (size_t i = 0; i < NUM_ENTRIES; i++)
+        if (strcmp(entries[i].section, section) == 0 && (key == NULL || strcmp(entries[i].key, key) == 0))
+            return &entries[i];
+    return NULL;
+}
+
+/* The YAML walker: a small state machine over libyaml's events for "section: {key: scalar}". */
+typedef struct {
+    const char *name;
+    char *err;
+    size_t errlen;
+} loader_t;
+
+static int fail_at(loader_t *l, yaml_mark_t mark, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail_at(loader_t *l, yaml_mark_t mark, const char *fmt, ...)
+{
+    int n = snprintf(l->err, l->errlen, "%s:%zu:%zu: ", l->name, mark.line + 1, mark.column + 1);
+    if (n > 0 && (size_t)n < l->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(l->err + n, l->errlen - n, fmt, ap);
+        va_end(ap);
+    }
+    return PREON_EINVAL;
+}
+
+static const char *event_kind(yaml_event_type_t t)
+{
+    switch (t) {
+    case YAML_SEQUENCE_START_EVENT:
+        return "a list";
+    case YAML_MAPPING_START_EVENT:
+        return "a mapping";
+    case YAML_ALIAS_EVENT:
+        return "an alias";
+    default:
+        return "a scalar";
+    }
+}
+
+static int next_event(loader_t *l, yaml_parser_t *p, yaml_event_t *ev)
+{
+    if (!yaml_parser_parse(p, ev))
+        return fail_at(l, p->problem_mark, "%s%s%s", p->problem ? p->problem : "YAML syntax error",
+                       p->context ? " " : "", p->context ? p->context : "");
+    return 0;
+}
+
+static int load_section(loader_t *l, yaml_parser_t *p, preon_config_t *cfg, const char *section, unsigned char *seen)
+{
+    yaml_event_t ev;
+    int rv;
+    for (;;) {
+        if ((rv = next_event(l, p, &ev)) != 0)
+            return rv;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            return 0;
+        }
+        if (ev.type != YAML_SCALAR_EVENT) {
+            rv = fail_at(l, ev.start_mark, "expected a key in section '%s', got %s", section, event_kind(ev.type));
+            yaml_event_delete(&ev);
+            return rv;
+        }
+        char key[128];
+        snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
+        yaml_mark_t key_mark = ev.start_mark;
+        yaml_event_delete(&ev);
+        const entry_t *e = find_entry(section, key);
+        if (e == NULL)
+            return fail_at(l, key_mark, "unknown key '%s' in section '%s'", key, section);
+        if (seen[e - entries]++)
+            return fail_at(l, key_mark, "duplicate key '%s.%s'", section, key);
+        if ((rv = next_event(l, p, &ev)) != 0)
+            return rv;
+        if (ev.type != YAML_SCALAR_EVENT) {
+            rv = fail_at(l, ev.start_mark, "%s.%s: expected a scalar value, got %s", section, key, event_kind(ev.type));
+            yaml_event_delete(&ev);
+            return rv;
+        }
+        char why[256];
+        if ((rv = set_value(cfg, e, (const char *)ev.data.scalar.value, why, sizeof(why))) != 0)
+            fail_at(l, ev.start_mark, "%s", why);
+        yaml_event_delete(&ev);
+        if (rv != 0)
+            return rv;
+    }
+}
+
+static int load_document(loader_t *l, yaml_parser_t *p, preon_config_t *cfg)
+{
+    unsigned char seen[NUM_ENTRIES] = {0};
+    yaml_event_t ev;
+    int rv, depth_started = 0;
+    for (;;) {
+        if ((rv = next_event(l, p, &ev)) != 0)
+            return rv;
+        switch (ev.type) {
+        case YAML_STREAM_START_EVENT:
+        case YAML_DOCUMENT_START_EVENT:
+        case YAML_DOCUMENT_END_EVENT:
+            break;
+        case YAML_STREAM_END_EVENT:
+            yaml_event_delete(&ev);
+            return 0;
+        case YAML_SCALAR_EVENT:
+            if (!depth_started && ev.data.scalar.length == 0) /* an empty document */
+                break;
+            if (depth_started) {
+                char section[64];
+                snprintf(section, sizeof(section), "%s", (const char *)ev.data.scalar.value);
+                yaml_mark_t mark = ev.start_mark;
+                yaml_event_delete(&ev);
+                if (find_entry(section, NULL) == NULL)
+                    return fail_at(l, mark, "unknown section '%s' (expected server, database or log)", section);
+                if ((rv = next_event(l, p, &ev)) != 0)
+                    return rv;
+                if (ev.type != YAML_MAPPING_START_EVENT) {
+                    rv = fail_at(l, ev.start_mark, "section '%s' must be a mapping of keys, got %s", section,
+                                 event_kind(ev.type));
+                    yaml_event_delete(&ev);
+                    return rv;
+                }
+                yaml_event_delete(&ev);
+                if ((rv = load_section(l, p, cfg, section, seen)) != 0)
+                    return rv;
+                continue;
+            }
+            /* fallthrough */
+        default:
+            if (ev.type == YAML_MAPPING_START_EVENT && !depth_started) {
+                depth_started = 1;
+                break;
+            }
+            if (ev.type == YAML_MAPPING_END_EVENT && depth_started) {
+                depth_started = 0;
+                break;
+            }
+            rv = fail_at(l, ev.start_mark, "expected a mapping of sections (server, database, log), got %s",
+                         event_kind(ev.type));
+            yaml_event_delete(&ev);
+            return rv;
+        }
+        yaml_event_delete(&ev);
+    }
+}
+
+int preon_config_load_string(preon_config_t *cfg, const char *name, const char *text, size_t len, char *err, size_t errlen)
+{
+    loader_t l = {name, err, errlen};
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        abort();
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int rv = load_document(&l, &parser, cfg);
+    yaml_parser_delete(&parser);
+    return rv;
+}
+
+int preon_config_load_file(preon_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return PREON_EIO;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0, n;
+    do {
+        if (cap - len < 4096 && (text = realloc(text, cap = cap * 2 + 4096)) == NULL)
+            abort();
+        n = fread(text + len, 1, cap - len, fp);
+        len += n;
+    } while (n != 0);
+    int failed = ferror(fp);
+    fclose(fp);
+    int rv;
+    if (failed) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        rv = PREON_EIO;
+    } else {
+        rv = preon_config_load_string(cfg, path, text, len, err, errlen);
+    }
+    free(text);
+    return rv;
+}
+
+static void env_name(const entry_t *e, char *buf, size_t len)
+{
+    snprintf(buf, len, "PREON_%s_%s", e->section, e->key);
+    for (char *s = buf; *s != '\0'; s++)
+        *s = (char)toupper((unsigned char)*s);
+}
+
+int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, size_t errlen)
+{
+    for (char *const *v = envp; *v != NULL; v++) {
+        if (strncmp(*v, "PREON_", 6) != 0)
+            continue;
+        const char *eq = strchr(*v, '=');
+        if (eq == NULL)
+            continue;
+        const entry_t *e = NULL;
+        char name[128];
+        for (size_t i = 0; i < NUM_ENTRIES && e == NULL; i++) {
+            env_name(&entries[i], name, sizeof(name));
+            if (strlen(name) == (size_t)(eq - *v) && memcmp(name, *v, eq - *v) == 0)
+                e = &entries[i];
+        }
+        /* Other PREON_* variables belong to scripts and tests (PREON_BIN, ...); only known keys are applied. */
+        if (e == NULL)
+            continue;
+        char why[256];
+        if (set_value(cfg, e, eq + 1, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "environment %s: %s", name, why);
+            return PREON_EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* Hides a password in a libpq URI ("scheme://user:secret@host") or key=value string ("password=secret"). */
+static void redact_url(const char *url, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", url);
+    char *p = strstr(out, "://");
+    if (p != NULL) {
+        char *at = strchr(p + 3, '@'), *colon = strchr(p + 3, ':');
+        if (at != NULL && colon != NULL && colon < at)
+            memmove(colon + 4, at, strlen(at) + 1), memcpy(colon, ":***", 4);
+    }
+    if ((p = strstr(out, "password=")) != NULL) {
+        char *end = p + 9;
+        while (*end != '\0' && *end != ' ' && *end != '&')
+            end++;
+        memmove(p + 12, end, strlen(end) + 1);
+        memcpy(p + 9, "***", 3);
+    }
+}
+
+void preon_config_print(const preon_config_t *cfg, void *_fp)
+{
+    FILE *fp = _fp;
+    const char *section = "";
+    for (size_t i = 0; i < NUM_ENTRIES; i++) {
+        const entry_t *e = &entries[i];
+        if (strcmp(section, e->section) != 0)
+            fprintf(fp, "%s:\n", section = e->section);
+        const void *field = (const char *)cfg + e->offset;
+        switch (e->type) {
+        case T_INT:
+            fprintf(fp, "  %s: %d\n", e->key, *(const int *)field);
+            break;
+        case T_ENUM:
+            fprintf(fp, "  %s: %s\n", e->key, e->names[*(const int *)field]);
+            break;
+        case T_STRING: {
+            char buf[1024];
+            redact_url(*(char *const *)field, buf, sizeof(buf));
+            fprintf(fp, "  %s: \"%s\"\n", e->key, buf);
+            break;
+        }
+        }
+    }
+}

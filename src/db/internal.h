@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_DB_INTERNAL_H
+#define PREON_DB_INTERNAL_H
+
+/* Shared by the files of src/db/, the only place that includes libpq-fe.h. */
+#include <libpq-fe.h>
+#include "preon/db.h"
+
+typedef enum {
+    CONN_IDLE,       /* not connected; connects again at retry_at */
+    CONN_CONNECTING, /* PQconnectPoll driven by socket readiness */
+    CONN_READY,      /* in pipeline mode, taking queries */
+} conn_state_t;
+
+typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
+
+/* One thing sent and not yet answered, in the order libpq will answer it (libpq does not say which). */
+typedef struct {
+    entry_kind_t kind;
+    unsigned stmt;        /* ENTRY_PREPARE */
+    preon_db_query_t *q;  /* ENTRY_QUERY */
+    uint64_t sent_at;     /* loop time, for the query timeout */
+} entry_t;
+
+typedef struct st_preon_db_conn_t {
+    preon_db_pool_t *pool;
+    unsigned index;
+    conn_state_t state;
+    PGconn *pg;
+    h2o_socket_t *sock; /* owns a dup() of PQsocket(pg), so that h2o's close does not close libpq's fd */
+    int pg_fd;          /* the PQsocket() value `sock` duplicates; libpq may change it while connecting */
+    int write_wait;     /* h2o_socket_notify_write pending on sock */
+    uint64_t state_since;
+    uint64_t retry_at;
+    unsigned backoff_ms;
+    int ever_ready;
+    /* queries accepted on this connection but not yet handed to libpq (sent at the end of the loop pass) */
+    preon_db_query_t *unsent_head, **unsent_tail;
+    /* a ring of what libpq has been given, oldest first */
+    entry_t *ring;
+    size_t ring_cap, ring_head, ring_count;
+    size_t nqueries;         /* unsent + in-flight queries, to pick the least loaded connection */
+    PGresult *cur;           /* the head entry's first result, kept until libpq's terminating NULL */
+    unsigned char *prepared; /* per statement: prepared, or its Prepare is in flight */
+    char prepare_error[256]; /* why the last Prepare failed, for the queries it took down */
+} preon_db_conn_t;
+
+struct st_preon_db_pool_t {
+    h2o_loop_t *loop;
+    const preon_config_t *cfg;
+    const preon_db_statement_t *stmts;
+    size_t nstmts;
+    char tag[32];
+    preon_db_conn_t *conns;
+    unsigned nconns;
+    size_t queued;
+    uint64_t reconnects;
+    int flush_armed;
+    h2o_timeout_t zero_timeout; /* fires at the end of the loop pass: the batch is sent then */
+    h2o_timeout_entry_t flush_entry;
+    h2o_timeout_t tick_timeout; /* drives back-off, connect and query timeouts */
+    h2o_timeout_entry_t tick_entry;
+    const char *keywords[4], *values[4];
+};
+
+/* conn.c */
+void preon_db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, unsigned index);
+void preon_db_conn_dispose(preon_db_conn_t *c);
+void preon_db_conn_connect(preon_db_conn_t *c);
+/** Fails everything the connection holds with `err` and schedules a reconnect. */
+void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why);
+/** Hands the unsent queries to libpq, with their Syncs, and flushes. */
+void preon_db_conn_send(preon_db_conn_t *c);
+/** Time the oldest entry in flight was sent, or 0 when nothing is in flight. */
+uint64_t preon_db_conn_oldest(const preon_db_conn_t *c);
+
+/* pool.c */
+/** Completes `q` through its on_error callback, keeping the pool's count right. */
+void preon_db_pool_fail_query(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail);
+/** Completes `q` with rows. */
+void preon_db_pool_finish_query(preon_db_pool_t *pool, preon_db_query_t *q, const PGresult *res);
+/** Queues `q` again after its batch was aborted by a neighbour; fails it if no connection is ready. */
+void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q);
+/** Makes sure the end-of-pass flush will run. */
+void preon_db_pool_arm_flush(preon_db_pool_t *pool);
+
+#endif

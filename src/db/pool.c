@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+#include "db/internal.h"
+#include "preon/errors.h"
+#include "preon/log.h"
+
+/*
+ * The pool of one thread: it picks the least loaded ready connection for each query, bounds how many queries
+ * wait (database.max_queued), sends what a loop pass produced at the end of that pass, and runs a tick that
+ * reconnects with back-off and times out connections whose oldest query is overdue.
+ */
+
+static void on_flush(h2o_timeout_entry_t *entry);
+static void on_tick(h2o_timeout_entry_t *entry);
+
+static uint64_t tick_ms(const preon_config_t *cfg)
+{
+    int t = cfg->database.query_timeout_ms < cfg->database.connect_timeout_ms ? cfg->database.query_timeout_ms
+                                                                                 : cfg->database.connect_timeout_ms;
+    t /= 10;
+    return t < 5 ? 5 : t > 100 ? 100 : (uint64_t)t;
+}
+
+preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_statement_t *statements,
+                                      size_t nstatements, const char *tag)
+{
+    preon_db_pool_t *pool = calloc(1, sizeof(*pool));
+    if (pool == NULL)
+        abort();
+    pool->loop = loop;
+    pool->cfg = cfg;
+    pool->stmts = statements;
+    pool->nstmts = nstatements;
+    snprintf(pool->tag, sizeof(pool->tag), "%s", tag);
+    /* The URL goes in as dbname with expand_dbname, so it may be a URI or a key=value string; "" leaves libpq
+     * to its PG* environment variables. Results come back in UTF-8 whatever the server's encoding. */
+    pool->keywords[0] = "dbname", pool->values[0] = cfg->database.url;
+    pool->keywords[1] = "client_encoding", pool->values[1] = "UTF8";
+    pool->keywords[2] = "fallback_application_name", pool->values[2] = "preon";
+    pool->keywords[3] = NULL, pool->values[3] = NULL;
+
+    h2o_timeout_init(loop, &pool->zero_timeout, 0);
+    pool->flush_entry.cb = on_flush;
+    h2o_timeout_init(loop, &pool->tick_timeout, tick_ms(cfg));
+    pool->tick_entry.cb = on_tick;
+    h2o_timeout_link(loop, &pool->tick_timeout, &pool->tick_entry);
+
+    pool->nconns = (unsigned)cfg->database.connections_per_thread;
+    pool->conns = calloc(pool->nconns, sizeof(*pool->conns));
+    if (pool->conns == NULL)
+        abort();
+    for (unsigned i = 0; i < pool->nconns; i++)
+        preon_db_conn_init(&pool->conns[i], pool, i);
+    for (unsigned i = 0; i < pool->nconns; i++)
+        preon_db_conn_connect(&pool->conns[i]);
+    return pool;
+}
+
+void preon_db_pool_destroy(preon_db_pool_t *pool)
+{
+    if (pool == NULL)
+        return;
+    for (unsigned i = 0; i < pool->nconns; i++)
+        preon_db_conn_dispose(&pool->conns[i]);
+    free(pool->conns);
+    if (h2o_timeout_is_linked(&pool->flush_entry))
+        h2o_timeout_unlink(&pool->flush_entry);
+    if (h2o_timeout_is_linked(&pool->tick_entry))
+        h2o_timeout_unlink(&pool->tick_entry);
+    h2o_timeout_dispose(pool->loop, &pool->zero_timeout);
+    h2o_timeout_dispose(pool->loop, &pool->tick_timeout);
+    free(pool);
+}
+
+static preon_db_conn_t *pick(preon_db_pool_t *pool)
+{
+    preon_db_conn_t *best = NULL;
+    for (unsigned i = 0; i < pool->nconns; i++) {
+        preon_db_conn_t *c = &pool->conns[i];
+        if (c->state == CONN_READY && (best == NULL || c->nqueries < best->nqueries))
+            best = c;
+    }
+    return best;
+}
+
+void preon_db_pool_arm_flush(preon_db_pool_t *pool)
+{
+    if (!h2o_timeout_is_linked(&pool->flush_entry))
+        h2o_timeout_link(pool->loop, &pool->zero_timeout, &pool->flush_entry);
+}
+
+static void enqueue(preon_db_conn_t *c, preon_db_query_t *q)
+{
+    q->_next = NULL;
+    *c->unsent_tail = q;
+    c->unsent_tail = &q->_next;
+    c->nqueries++;
+    preon_db_pool_arm_flush(c->pool);
+}
+
+int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *q)
+{
+    if (q->stmt >= pool->nstmts || q->nparams != pool->stmts[q->stmt].nparams || q->nparams > PREON_DB_MAX_PARAMS)
+        return PREON_EINVAL;
+    if (pool->queued >= (size_t)pool->cfg->database.max_queued)
+        return PREON_EQUEUEFULL;
+    preon_db_conn_t *c = pick(pool);
+    if (c == NULL)
+        return PREON_ENOTCONN;
+    q->_resent = 0;
+    pool->queued++;
+    enqueue(c, q);
+    return 0;
+}
+
+void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q)
+{
+    preon_db_conn_t *c = pick(pool);
+    if (c == NULL) {
+        preon_db_pool_fail_query(pool, q, PREON_ENOTCONN, "no connection for the retry");
+        return;
+    }
+    enqueue(c, q);
+}
+
+void preon_db_pool_fail_query(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail)
+{
+    pool->queued--;
+    q->on_error(q, err, detail != NULL ? detail : preon_strerror(err));
+}
+
+void preon_db_pool_finish_query(preon_db_pool_t *pool, preon_db_query_t *q, const PGresult *res)
+{
+    pool->queued--;
+    q->on_result(q, (const preon_db_result_t *)res);
+}
+
+/* End of the loop pass: everything submitted during it goes out, one write per connection (batch Syncs). */
+static void on_flush(h2o_timeout_entry_t *entry)
+{
+    preon_db_pool_t *pool = H2O_STRUCT_FROM_MEMBER(preon_db_pool_t, flush_entry, entry);
+    for (unsigned i = 0; i < pool->nconns; i++) {
+        preon_db_conn_t *c = &pool->conns[i];
+        if (c->unsent_head != NULL && c->state == CONN_READY)
+            preon_db_conn_send(c);
+    }
+}
+
+static void on_tick(h2o_timeout_entry_t *entry)
+{
+    preon_db_pool_t *pool = H2O_STRUCT_FROM_MEMBER(preon_db_pool_t, tick_entry, entry);
+    const preon_config_t *cfg = pool->cfg;
+    uint64_t now = h2o_now(pool->loop);
+    for (unsigned i = 0; i < pool->nconns; i++) {
+        preon_db_conn_t *c = &pool->conns[i];
+        uint64_t oldest;
+        switch (c->state) {
+        case CONN_IDLE:
+            if (now >= c->retry_at)
+                preon_db_conn_connect(c);
+            break;
+        case CONN_CONNECTING:
+            if (now - c->state_since >= (uint64_t)cfg->database.connect_timeout_ms)
+                preon_db_conn_fail(c, PREON_ENOTCONN, "connect timed out");
+            break;
+        case CONN_READY:
+            if ((oldest = preon_db_conn_oldest(c)) != 0 && now - oldest >= (uint64_t)cfg->database.query_timeout_ms)
+                preon_db_conn_fail(c, PREON_ETIMEDOUT, "oldest query in flight timed out; reconnecting");
+            break;
+        }
+    }
+    h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick_entry);
+}
+
+void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->queued = pool->queued;
+    st->total = pool->nconns;
+    st->reconnects = pool->reconnects;
+    for (unsigned i = 0; i < pool->nconns; i++)
+        if (pool->conns[i].state == CONN_READY)
+            st->ready++;
+}

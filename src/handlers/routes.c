@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#include "preon/app.h"
+#include "preon/reply.h"
+
+const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
+    [PREON_STMT_FRUITS_ALL] = {"fruits_all", "SELECT id, name FROM fruits ORDER BY id", 0},
+    [PREON_STMT_FRUIT_BY_ID] = {"fruit_by_id", "SELECT id, name FROM fruits WHERE id = $1", 1},
+};
+
+const preon_route_t preon_routes[] = {
+    {"/hello", PREON_M_GET, preon_hello_get},
+    {"/fruits", PREON_M_GET, preon_fruits_list},
+    {"/fruits/{id}", PREON_M_GET, preon_fruits_get},
+};
+const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
+
+int preon_app_handle(preon_thread_t *thr, h2o_req_t *req)
+{
+    preon_match_t m;
+    /* During a drain the connection closes after this answer, so that clients move to another instance. */
+    if (thr->draining)
+        req->http1_is_persistent = 0;
+    switch (preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, req->path_normalized.base,
+                               req->path_normalized.len, &m)) {
+    case 0:
+        return m.route->handler(thr, req, m.param);
+    case 405: {
+        char allow[64];
+        size_t n = preon_router_allow(m.allow, allow, sizeof(allow));
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, h2o_strdup(&req->pool, allow, n).base, n);
+        preon_reply_error(req, 405, "method not allowed");
+        return 0;
+    }
+    default:
+        preon_reply_error(req, 404, "no such resource");
+        return 0;
+    }
+}

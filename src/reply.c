@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+#include "preon/errors.h"
+#include "preon/json.h"
+#include "preon/reply.h"
+
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Payload Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return status < 500 ? "Error" : "Internal Server Error";
+    }
+}
+
+void preon_reply_text(h2o_req_t *req, int status, const char *content_type, size_t ctlen, const char *body, size_t len)
+{
+    req->res.status = status;
+    req->res.reason = reason_of(status);
+    /* h2o 2.2.5's h2o_send_inline does not set the length: without it the answer would be chunked. */
+    req->res.content_length = len;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, ctlen);
+    h2o_send_inline(req, body, len);
+}
+
+void preon_reply_json(h2o_req_t *req, int status, json_t *value)
+{
+    h2o_iovec_t body = preon_json_dump(value, &req->pool);
+    if (body.base == NULL) {
+        preon_reply_error(req, 500, "response could not be encoded");
+        return;
+    }
+    preon_reply_text(req, status, H2O_STRLIT("application/json"), body.base, body.len);
+}
+
+void preon_reply_error(h2o_req_t *req, int status, const char *message)
+{
+    if (status == 503)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+    json_t *body = preon_json_error(status, message);
+    preon_reply_json(req, status, body);
+    json_decref(body);
+}
+
+void preon_reply_errno(h2o_req_t *req, int err, const char *detail)
+{
+    int status = preon_err_http_status(err);
+    if (detail == NULL || err != PREON_EDB) {
+        preon_reply_error(req, status, preon_strerror(err));
+        return;
+    }
+    /* A database error says what the database said (its primary message: no SQL text, no stack). */
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s: %s", preon_strerror(err), detail);
+    preon_reply_error(req, status, msg);
+}

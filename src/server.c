@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "preon/app.h"
+#include "preon/errors.h"
+#include "preon/log.h"
+#include "preon/server.h"
+
+/*
+ * The only file that touches threads and listening sockets. Each thread owns an event loop, an h2o context,
+ * its own SO_REUSEPORT listener (the kernel spreads connections across them) and its database pool. The main
+ * thread only waits for signals and, on SIGTERM or SIGINT, posts each loop a stop message through h2o's
+ * multithread queue: nothing is shared on the request path.
+ */
+
+typedef struct {
+    h2o_handler_t super;
+} root_handler_t;
+
+static h2o_globalconf_t globalconf;
+/* Kept reachable until exit, so that leak checkers see the loops' memory as in use rather than lost. */
+static preon_thread_t *threads;
+static unsigned nthreads;
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    (void)self;
+    return preon_app_handle(preon_thread_of(req), req);
+}
+
+/* CPUs this process may use: its affinity mask, lowered by a cgroup v2 CPU quota (docker --cpus) if any. */
+static unsigned usable_cpus(void)
+{
+    unsigned n = 1;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        n = (unsigned)CPU_COUNT(&set);
+    /* Start-up only: a small synchronous read is fine before any loop runs. */
+    FILE *fp = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (fp != NULL) {
+        long quota, period;
+        if (fscanf(fp, "%ld %ld", &quota, &period) == 2 && quota > 0 && period > 0) {
+            unsigned q = (unsigned)((quota + period - 1) / period);
+            if (q < n)
+                n = q;
+        }
+        fclose(fp);
+    }
+    return n < 1 ? 1 : n;
+}
+
+static int open_listener(const preon_config_t *cfg, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICHOST};
+    struct addrinfo *ai;
+    char port[16];
+    snprintf(port, sizeof(port), "%d", cfg->server.port);
+    int rv = getaddrinfo(cfg->server.listen, port, &hints, &ai);
+    if (rv != 0) {
+        snprintf(err, errlen, "server.listen '%s': %s (a numeric address is expected)", cfg->server.listen, gai_strerror(rv));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+        listen(fd, 4096) != 0) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", cfg->server.listen, cfg->server.port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    preon_thread_t *thr = listener->data;
+    if (err != NULL || thr->draining)
+        return;
+    /* A few per wake-up: fair to the connections already open, cheap under a connection storm. */
+    for (int i = 0; i < 32; i++) {
+        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+        if (sock == NULL)
+            return;
+        h2o_accept(&thr->accept_ctx, sock);
+    }
+}
+
+static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
+{
+    preon_thread_t *thr = H2O_STRUCT_FROM_MEMBER(preon_thread_t, receiver, receiver);
+    while (!h2o_linklist_is_empty(messages))
+        h2o_linklist_unlink(messages->next);
+    if (thr->draining)
+        return;
+    thr->draining = 1;
+    thr->drain_deadline = h2o_now(thr->loop) + (uint64_t)thr->cfg->server.shutdown_timeout_ms;
+    if (thr->listener != NULL) {
+        h2o_socket_read_stop(thr->listener);
+        h2o_socket_close(thr->listener);
+        thr->listener = NULL;
+    }
+    h2o_context_request_shutdown(&thr->ctx);
+}
+
+static void *thread_main(void *arg)
+{
+    preon_thread_t *thr = arg;
+    h2o_socket_read_start(thr->listener, on_accept);
+    while (!thr->draining || (thr->pending != 0 && h2o_now(thr->loop) < thr->drain_deadline))
+        h2o_evloop_run(thr->loop, thr->draining ? 10 : INT32_MAX);
+
+    /* Whatever still waits (only after shutdown_timeout_ms) is answered 503 now; a short grace lets those
+     * answers, and the last ones written above, reach the clients. */
+    if (thr->pending != 0)
+        preon_log_warn("thread %u: %zu requests still waiting at shutdown; answering 503", thr->index, thr->pending);
+    preon_db_pool_destroy(thr->db);
+    thr->db = NULL;
+    uint64_t grace_end = h2o_now(thr->loop) + 50;
+    while (h2o_now(thr->loop) < grace_end)
+        h2o_evloop_run(thr->loop, 10);
+    h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
+    return NULL;
+}
+
+static void setup_globalconf(const preon_config_t *cfg)
+{
+    h2o_config_init(&globalconf);
+    globalconf.server_name = h2o_iovec_init(H2O_STRLIT("preon/" PREON_VERSION));
+    /* h2o 2.2.5 predates the HTTP/2 rapid-reset fix (CVE-2023-44487): no h2c upgrade, HTTP/1.1 only. */
+    globalconf.http1.upgrade_to_http2 = 0;
+    globalconf.max_request_entity_size = (size_t)cfg->server.max_body_bytes;
+    h2o_hostconf_t *host = h2o_config_register_host(&globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    root_handler_t *h = (root_handler_t *)h2o_create_handler(path, sizeof(*h));
+    h->super.on_req = on_req;
+}
+
+int preon_server_run(const preon_config_t *cfg)
+{
+    nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : usable_cpus();
+    threads = calloc(nthreads, sizeof(*threads));
+    if (threads == NULL)
+        abort();
+    signal(SIGPIPE, SIG_IGN);
+    setup_globalconf(cfg);
+
+    char err[256];
+    for (unsigned i = 0; i < nthreads; i++) {
+        int fd = open_listener(cfg, err, sizeof(err));
+        if (fd < 0) {
+            fprintf(stderr, "preon: %s\n", err);
+            return PREON_EIO;
+        }
+        threads[i].index = i;
+        threads[i].cfg = cfg;
+        threads[i].loop = h2o_evloop_create();
+        threads[i].listener = h2o_evloop_socket_create(threads[i].loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+        threads[i].listener->data = &threads[i];
+        /* The rest of the thread's state is set up here, before its loop runs, so that a signal arriving at once
+         * finds every receiver registered. */
+        preon_thread_t *thr = &threads[i];
+        char tag[16];
+        snprintf(tag, sizeof(tag), "t%u", i);
+        h2o_context_init(&thr->ctx, thr->loop, &globalconf);
+        thr->accept_ctx.ctx = &thr->ctx;
+        thr->accept_ctx.hosts = globalconf.hosts;
+        h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
+        thr->db = preon_db_pool_create(thr->loop, cfg, preon_statements, PREON_STMT__COUNT, tag);
+    }
+
+    /* Signals go to the main thread alone: the loops inherit a mask that blocks them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    for (unsigned i = 0; i < nthreads; i++)
+        h2o_multithread_create_thread(&threads[i].tid, NULL, thread_main, &threads[i]);
+    preon_log_info("preon %s listening on %s:%d with %u threads", PREON_VERSION, cfg->server.listen, cfg->server.port,
+                   nthreads);
+
+    int sig;
+    sigwait(&set, &sig);
+    preon_log_info("%s: draining (up to %d ms)", sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->server.shutdown_timeout_ms);
+    for (unsigned i = 0; i < nthreads; i++)
+        h2o_multithread_send_message(&threads[i].receiver, &threads[i].stop_msg);
+
+    /* A second signal while draining means: stop now. A helper thread waits for it while we join the loops. */
+    for (unsigned i = 0; i < nthreads; i++) {
+        struct timespec ts;
+        for (;;) {
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 20 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000)
+                ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            if (pthread_timedjoin_np(threads[i].tid, NULL, &ts) == 0)
+                break;
+            struct timespec zero = {0, 0};
+            if (sigtimedwait(&set, NULL, &zero) > 0) {
+                preon_log_warn("second signal: exiting at once");
+                _exit(1);
+            }
+        }
+    }
+    preon_log_info("stopped");
+    return 0;
+}
