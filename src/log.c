@@ -34,7 +34,14 @@ void preon_log_write(preon_log_level_t level, const char *fmt, ...)
     int m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
     va_end(ap);
     /* A message longer than the buffer is cut rather than split, so that one line stays one write. */
+    size_t start = n;
     n += m < 0 ? 0 : ((size_t)m < sizeof(line) - n - 1 ? (size_t)m : sizeof(line) - n - 2);
+    /* One event, one line: libpq's messages end in (and sometimes contain) newlines. */
+    while (n > start && (line[n - 1] == '\n' || line[n - 1] == ' '))
+        n--;
+    for (size_t i = start; i < n; i++)
+        if (line[i] == '\n' || line[i] == '\t')
+            line[i] = ' ';
     line[n++] = '\n';
     /* stderr is a pipe or a terminal; a short write there is not worth a retry loop on a hot path. */
     ssize_t rv = write(STDERR_FILENO, line, n);

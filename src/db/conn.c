@@ -147,8 +147,14 @@ static void schedule_retry(preon_db_conn_t *c, int at_once)
 void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why)
 {
     int was_ready = c->state == CONN_READY;
-    if (why != NULL && c->state != CONN_IDLE)
-        preon_log_warn("db %s#%u: %s: %s", c->pool->tag, c->index, preon_strerror(err), why);
+    /* While the database stays down, only the first failed attempt is a warning; the retries are debug. */
+    if (why != NULL && c->state != CONN_IDLE) {
+        if (was_ready || !c->down_logged)
+            preon_log_warn("db %s#%u: %s: %s", c->pool->tag, c->index, preon_strerror(err), why);
+        else
+            preon_log_debug("db %s#%u: %s: %s", c->pool->tag, c->index, preon_strerror(err), why);
+        c->down_logged = 1;
+    }
     close_pg(c);
     schedule_retry(c, err == PREON_ETIMEDOUT && was_ready);
 
@@ -216,6 +222,7 @@ static void become_ready(preon_db_conn_t *c)
     if (c->ever_ready)
         pool->reconnects++;
     c->ever_ready = 1;
+    c->down_logged = 0;
     preon_log_info("db %s#%u: connected (server %d, backend pid %d)", pool->tag, c->index, PQserverVersion(c->pg),
                    PQbackendPID(c->pg));
     flush(c);

@@ -34,6 +34,7 @@ typedef struct st_preon_db_conn_t {
     uint64_t retry_at;
     unsigned backoff_ms;
     int ever_ready;
+    int down_logged; /* a failure was logged since the connection was last ready */
     /* queries accepted on this connection but not yet handed to libpq (sent at the end of the loop pass) */
     preon_db_query_t *unsent_head, **unsent_tail;
     /* a ring of what libpq has been given, oldest first */

@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: MIT
+"""Shared pieces of the integration tests: the real preon binary, a real PostgreSQL, real sockets.
+
+Environment (set by tests/CMakeLists.txt and scripts/test.sh):
+  PREON_BIN        the binary under test (release or ASan+UBSan build)
+  PREON_REPO       the repository, for scripts/pg.sh and sql/
+  PREON_TEST_PGDIR the shared PostgreSQL cluster started by scripts/test.sh
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+BIN = os.environ.get("PREON_BIN", "")
+REPO = os.environ.get("PREON_REPO", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PGDIR = os.environ.get("PREON_TEST_PGDIR", "")
+PG_SH = os.path.join(REPO, "scripts", "pg.sh")
+
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
+
+
+def require_env():
+    if not BIN or not os.path.exists(BIN):
+        raise SystemExit("PREON_BIN is not set to a built binary")
+    if not PGDIR:
+        raise SystemExit("PREON_TEST_PGDIR is not set: run the tests through scripts/test.sh")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pg(cmd, pgdir=None, *args):
+    return subprocess.run([PG_SH, cmd, pgdir or PGDIR, *args], check=True, capture_output=True, text=True).stdout
+
+
+def pg_url(pgdir=None):
+    return pg("url", pgdir).strip()
+
+
+def psql(sql, pgdir=None):
+    """Runs SQL on database preon; returns the unaligned, tuples-only output."""
+    out = subprocess.run([PG_SH, "psql", pgdir or PGDIR, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+class Preon:
+    """The binary under test, started on a free port of 127.0.0.1 with PREON_* overrides."""
+
+    def __init__(self, db_url=None, args=(), **settings):
+        self.port = free_port()
+        self.env = dict(os.environ)
+        self.env.update({"PREON_SERVER_LISTEN": "127.0.0.1", "PREON_SERVER_PORT": str(self.port),
+                         "PREON_SERVER_THREADS": "2", "PREON_LOG_LEVEL": "info",
+                         "PREON_DATABASE_URL": db_url if db_url is not None else pg_url()})
+        self.env.update({("PREON_" + k).upper(): str(v) for k, v in settings.items()})
+        self.args = list(args)
+        self.log = tempfile.NamedTemporaryFile(prefix="preon-", suffix=".log", delete=False)
+        self.proc = None
+
+    def start(self, wait_db=True):
+        # Run from a folder without config/preon.yaml so that only the environment configures it.
+        self.proc = subprocess.Popen([BIN, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     cwd=tempfile.gettempdir())
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("preon exited with %d:\n%s" % (self.proc.returncode, self.output()))
+            try:
+                status, _, _ = self.request("GET", "/fruits" if wait_db else "/hello")
+                if status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise AssertionError("preon did not become ready:\n" + self.output())
+
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        """One request on a new connection: (status, headers dict with lower-case names, body bytes)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            data = r.read()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+        finally:
+            conn.close()
+
+    def json(self, method, path):
+        status, headers, body = self.request(method, path)
+        return status, headers, json.loads(body) if body else None
+
+    def output(self):
+        with open(self.log.name, "r", errors="replace") as f:
+            return f.read()
+
+    def kill(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Stops preon; returns its exit status. Fails on any sanitizer report in its output."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout=30):
+        """Waits for preon to exit by itself; returns its exit status. Fails on any sanitizer report."""
+        if self.proc is None:
+            return None
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("preon did not stop within %ds:\n%s" % (timeout, self.output()))
+        out = self.output()
+        for mark in SANITIZER_MARKS:
+            if mark in out:
+                raise AssertionError("sanitizer report in preon's output:\n" + out)
+        self.proc = None
+        return rc
+
+    def cleanup(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+
+
+class PreonTestCase(unittest.TestCase):
+    """Starts one preon for the whole class (settings from `preon_settings`) and checks it stops cleanly."""
+    preon_settings = {}
+
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+        cls.preon = Preon(**cls.preon_settings).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            rc = cls.preon.stop()
+            if rc != 0:
+                raise AssertionError("preon exited with %s after SIGTERM:\n%s" % (rc, cls.preon.output()))
+        finally:
+            cls.preon.cleanup()
+
+
+def read_response(f):
+    """Reads one HTTP/1.1 answer (Content-Length framed) from a buffered file: (status, headers, body)."""
+    line = f.readline()
+    if not line:
+        raise ConnectionError("connection closed before an answer")
+    status = int(line.split()[1])
+    headers = {}
+    while True:
+        line = f.readline().rstrip(b"\r\n")
+        if not line:
+            break
+        k, _, v = line.decode("latin-1").partition(":")
+        headers[k.strip().lower()] = v.strip()
+    body = f.read(int(headers.get("content-length", "0")))
+    return status, headers, body
+
+
+def main():
+    unittest.main(verbosity=2)

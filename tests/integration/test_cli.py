@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""Command line and configuration errors: file:line:col and exit 2; --check-config, --version, --help;
+a database that is down at start-up is not fatal."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+from harness import BIN, REPO, Preon, free_port, main, require_env
+
+
+def run(*args, env=None, cwd=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([BIN, *args], capture_output=True, text=True, env=e, cwd=cwd or tempfile.gettempdir(), timeout=30)
+
+
+def write(text):
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+class CliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+
+    def test_bad_config_exit_2_with_location(self):
+        cases = [
+            ("server:\n  port: 99999\n", ":2:9: server.port: expected an integer from 1 to 65535, got '99999'"),
+            ("server:\n  color: blue\n", ":2:3: unknown key 'color' in section 'server'"),
+            ("database:\n  url: [x]\n", ":2:8: database.url: expected a scalar value, got a list"),
+            ("server:\n  port: 1\n  bad: [\n", ":3:"),
+        ]
+        for text, expected in cases:
+            path = write(text)
+            try:
+                r = run("--config", path)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                lines = r.stderr.strip().split("\n")
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertTrue(lines[0].startswith(path + expected), lines[0])
+                # --check-config says the same
+                r = run("--check-config", "--config", path)
+                self.assertEqual(r.returncode, 2)
+                self.assertTrue(r.stderr.startswith(path + expected))
+            finally:
+                os.unlink(path)
+
+    def test_shipped_config_is_valid_and_documented(self):
+        path = os.path.join(REPO, "config", "preon.yaml")
+        r = run("--check-config", "--config", path, env={k: "" for k in ()})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("port: 8080", r.stdout)
+        # every key the program knows is in the shipped file, with a comment above it
+        with open(path) as f:
+            lines = f.read().split("\n")
+        for line in r.stdout.split("\n"):
+            if line.startswith("  "):
+                key = line.strip().split(":")[0]
+                idx = [i for i, l in enumerate(lines) if l.strip().startswith(key + ":")]
+                self.assertTrue(idx, "key %s missing from config/preon.yaml" % key)
+                self.assertTrue(lines[idx[0] - 1].strip().startswith("#"), "key %s has no comment" % key)
+
+    def test_env_overrides_file(self):
+        path = write("server:\n  port: 1234\n")
+        try:
+            r = run("--check-config", "--config", path, env={"PREON_SERVER_PORT": "4321", "PREON_DATABASE_URL": "postgresql://a:pw@h/d"})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("port: 4321", r.stdout)
+            self.assertIn("postgresql://a:***@h/d", r.stdout)
+            self.assertNotIn("pw", r.stdout.replace("postgresql", ""))
+            r = run("--check-config", "--config", path, env={"PREON_SERVER_PORT": "http"})
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("PREON_SERVER_PORT", r.stderr)
+        finally:
+            os.unlink(path)
+
+    def test_missing_config_file(self):
+        r = run("--config", "/nonexistent/preon.yaml")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("/nonexistent/preon.yaml: cannot read", r.stderr)
+
+    def test_version_help_and_bad_option(self):
+        r = run("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^preon \d+\.\d+\.\d+")
+        r = run("--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--check-config", r.stdout)
+        r = run("--bogus")
+        self.assertEqual(r.returncode, 2)
+        r = run("extra-arg")
+        self.assertEqual(r.returncode, 2)
+
+    def test_port_in_use_fails_clearly(self):
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            port = s.getsockname()[1]
+            r = run(env={"PREON_SERVER_PORT": str(port), "PREON_SERVER_LISTEN": "127.0.0.1",
+                         "PREON_DATABASE_URL": "postgresql://127.0.0.1:1/x"})
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("cannot listen on 127.0.0.1:%d" % port, r.stderr)
+
+    def test_database_down_at_start_is_not_fatal(self):
+        dead = "postgresql://postgres@127.0.0.1:%d/preon" % free_port()
+        p = Preon(db_url=dead)
+        try:
+            p.start(wait_db=False)
+            status, _, body = p.request("GET", "/hello")
+            self.assertEqual((status, body), (200, b"Hello"))
+            for path in ("/fruits", "/fruits/1"):
+                status, headers, body = p.request("GET", path)
+                self.assertEqual(status, 503)
+                self.assertEqual(headers.get("retry-after"), "1")
+                self.assertEqual(json.loads(body), {"error": "database is not connected", "status": 503})
+            self.assertEqual(p.stop(), 0)
+            self.assertIn("Connection refused", p.output())  # the log says why
+        finally:
+            p.cleanup()
+
+
+if __name__ == "__main__":
+    main()

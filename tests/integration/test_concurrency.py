@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: MIT
+"""Many requests at once share each thread's pipeline, and every one gets its own, correct answer."""
+import http.client
+import json
+import socket
+import threading
+
+from harness import PreonTestCase, main, psql, read_response, require_env
+
+
+def expected_list():
+    return json.loads(psql("SELECT coalesce(json_agg(json_build_object('id', id, 'name', name) ORDER BY id), '[]') FROM fruits"))
+
+
+class ConcurrencyTest(PreonTestCase):
+    preon_settings = {"database_connections_per_thread": 1}
+
+    def test_200_concurrent_keep_alive(self):
+        expected = expected_list()
+        ids = [int(x) for x in psql("SELECT id FROM fruits ORDER BY id").split()]
+        results, errors = [], []
+        barrier = threading.Barrier(50)
+
+        def client(n):
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.preon.port, timeout=20)
+                barrier.wait()
+                for i in range(4):  # 50 connections x 4 keep-alive requests = 200
+                    # alternate the list and single rows, so that answers of different shapes interleave
+                    if (n + i) % 2 == 0:
+                        conn.request("GET", "/fruits")
+                        r = conn.getresponse()
+                        results.append(("list", r.status, json.loads(r.read()), None))
+                    else:
+                        fid = ids[(n + i) % len(ids)]
+                        conn.request("GET", "/fruits/%d" % fid)
+                        r = conn.getresponse()
+                        results.append(("one", r.status, json.loads(r.read()), fid))
+                conn.close()
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(50)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(len(results), 200)
+        for kind, status, body, fid in results:
+            self.assertEqual(status, 200)
+            if kind == "list":
+                self.assertEqual(body, expected)
+            else:
+                self.assertEqual(body["id"], fid)
+
+    def test_pipelined_requests_on_one_connection(self):
+        # 100 requests in one write: they reach the database together and must come back in order.
+        ids = [int(x) for x in psql("SELECT id FROM fruits ORDER BY id").split()]
+        order = [ids[i % len(ids)] for i in range(100)]
+        req = b"".join(b"GET /fruits/%d HTTP/1.1\r\nHost: x\r\n\r\n" % i for i in order)
+        with socket.create_connection(("127.0.0.1", self.preon.port), timeout=20) as s:
+            s.sendall(req)
+            f = s.makefile("rb")
+            for fid in order:
+                status, _, body = read_response(f)
+                self.assertEqual(status, 200)
+                self.assertEqual(json.loads(body)["id"], fid)
+
+
+class QueueBoundTest(PreonTestCase):
+    """With database.max_queued at 1 and one thread, a burst finds the queue full: 503 at once, never a hang."""
+    preon_settings = {"database_max_queued": 1, "server_threads": 1}
+
+    def test_queue_full_is_503(self):
+        statuses = []
+        lock = threading.Lock()
+
+        def burst():
+            body = b"".join(b"GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n" for _ in range(20))
+            with socket.create_connection(("127.0.0.1", self.preon.port), timeout=20) as s:
+                s.sendall(body)
+                f = s.makefile("rb")
+                for _ in range(20):
+                    status, headers, data = read_response(f)
+                    with lock:
+                        statuses.append((status, headers.get("retry-after"), data))
+
+        threads = [threading.Thread(target=burst) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(len(statuses), 200)
+        codes = {s for s, _, _ in statuses}
+        self.assertTrue(codes <= {200, 503}, codes)
+        self.assertIn(503, codes)
+        self.assertIn(200, codes)
+        for status, retry, data in statuses:
+            if status == 503:
+                self.assertEqual(retry, "1")
+                self.assertEqual(json.loads(data), {"error": "database queue is full", "status": 503})
+
+
+if __name__ == "__main__":
+    require_env()
+    main()

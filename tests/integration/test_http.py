@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: MIT
+"""/hello byte for byte, HEAD, 404, 405 with Allow, Server and Date on every answer, no HTTP/2 upgrade."""
+import email.utils
+import json
+import socket
+
+from harness import PreonTestCase, main
+
+
+def raw(port, data, until_close=False):
+    """Sends raw bytes and returns what comes back (one answer, or all of them until the server closes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        if until_close:
+            s.shutdown(socket.SHUT_WR)
+        buf = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return buf
+            buf += chunk
+            if not until_close and b"\r\n\r\n" in buf:
+                head, _, body = buf.partition(b"\r\n\r\n")
+                length = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+                if length and len(body) >= length[0]:
+                    return buf
+
+
+def parse(resp):
+    head, _, body = resp.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for l in lines[1:]:
+        k, _, v = l.partition(":")
+        headers.setdefault(k.strip().lower(), []).append(v.strip())
+    return lines[0], headers, body
+
+
+class HttpTest(PreonTestCase):
+    def assert_common_headers(self, headers):
+        self.assertIn("server", headers)
+        self.assertTrue(headers["server"][0].startswith("preon"))
+        self.assertIn("date", headers)
+        self.assertIsNotNone(email.utils.parsedate_to_datetime(headers["date"][0]))
+
+    def test_hello_exact(self):
+        status, headers, body = parse(raw(self.preon.port, b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"))
+        self.assertEqual(status, "HTTP/1.1 200 OK")
+        self.assertEqual(body, b"Hello")
+        self.assertEqual(headers["content-type"], ["text/plain;charset=UTF-8"])
+        self.assertEqual(headers["content-length"], ["5"])
+        self.assertNotIn("transfer-encoding", headers)
+        self.assert_common_headers(headers)
+
+    def test_hello_query_string_ignored(self):
+        status, _, body = self.preon.request("GET", "/hello?name=x")
+        self.assertEqual((status, body), (200, b"Hello"))
+
+    def test_head_hello(self):
+        status, headers, body = parse(raw(self.preon.port, b"HEAD /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                          until_close=True))
+        self.assertEqual(status, "HTTP/1.1 200 OK")
+        self.assertEqual(body, b"")
+        self.assertEqual(headers["content-length"], ["5"])
+        self.assert_common_headers(headers)
+
+    def test_unknown_path_404_json(self):
+        for path in ("/", "/nope", "/hello/", "/fruits/1/2", "/HELLO"):
+            status, headers, body = self.preon.request("GET", path)
+            self.assertEqual(status, 404, path)
+            self.assertEqual(headers["content-type"], "application/json")
+            self.assertEqual(json.loads(body), {"error": "no such resource", "status": 404})
+
+    def test_method_not_allowed(self):
+        for method, path in (("POST", "/hello"), ("DELETE", "/hello"), ("PUT", "/fruits"), ("DELETE", "/fruits/1"),
+                             ("PATCH", "/fruits/1"), ("OPTIONS", "/hello")):
+            status, headers, body = self.preon.request(method, path)
+            self.assertEqual(status, 405, (method, path))
+            self.assertEqual(headers["allow"], "GET, HEAD")
+            self.assertEqual(json.loads(body)["status"], 405)
+
+    def test_server_and_date_on_errors(self):
+        _, headers, _ = parse(raw(self.preon.port, b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"))
+        self.assert_common_headers(headers)
+        _, headers, _ = parse(raw(self.preon.port, b"POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"))
+        self.assert_common_headers(headers)
+
+    def test_keep_alive_and_pipelining(self):
+        # Three requests in one write on one connection: three answers, in order.
+        resp = raw(self.preon.port, b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n" * 2 +
+                   b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", until_close=True)
+        self.assertEqual(resp.count(b"HTTP/1.1 200 OK"), 2)
+        self.assertEqual(resp.count(b"HTTP/1.1 404 Not Found"), 1)
+        self.assertLess(resp.index(b"200 OK"), resp.index(b"404 Not Found"))
+
+    def test_no_http2_upgrade(self):
+        status, headers, _ = parse(raw(self.preon.port, b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                                       b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"))
+        self.assertEqual(status, "HTTP/1.1 200 OK")
+        self.assertNotIn("upgrade", headers)
+
+    def test_malformed_request_gets_400(self):
+        resp = raw(self.preon.port, b"GARBAGE\r\n\r\n", until_close=True)
+        self.assertTrue(resp.startswith(b"HTTP/1.1 400"), resp[:80])
+
+
+if __name__ == "__main__":
+    main()

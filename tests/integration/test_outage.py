@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: MIT
+"""PostgreSQL going away and coming back, and a query that does not answer in time.
+
+Uses a cluster of its own (scripts/pg.sh into a temp folder, its own port), since it stops it."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import PG_SH, Preon, free_port, main, pg, pg_url, psql, require_env
+
+
+class OutageTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+        cls.dir = tempfile.mkdtemp(prefix="preon-outage-")
+        os.chmod(cls.dir, 0o755)
+        subprocess.run([PG_SH, "init", cls.dir, str(free_port())], check=True, env=dict(os.environ, PREON_PG_EXTRA_CONF="fsync = off"))
+        cls.preon = Preon(db_url=pg_url(cls.dir), database_query_timeout_ms=800, database_reconnect_max_ms=500).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            rc = cls.preon.stop()
+            if rc != 0:
+                raise AssertionError("preon exited with %s:\n%s" % (rc, cls.preon.output()))
+        finally:
+            cls.preon.cleanup()
+            pg("stop", cls.dir, "immediate")
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def wait_for(self, path, status, within):
+        start = time.monotonic()
+        while time.monotonic() - start < within:
+            s, _, _ = self.preon.request("GET", path)
+            if s == status:
+                return time.monotonic() - start
+            time.sleep(0.02)
+        self.fail("%s did not answer %d within %.1fs:\n%s" % (path, status, within, self.preon.output()))
+
+    def test_database_restart(self):
+        for round in range(2):
+            self.assertEqual(self.preon.request("GET", "/fruits")[0], 200)
+            pg("stop", self.dir, "immediate")
+            start = time.monotonic()
+            for path in ("/fruits", "/fruits/1"):
+                status, headers, body = self.preon.request("GET", path, timeout=5)
+                self.assertIn(status, (502, 503), body)
+                self.assertEqual(json.loads(body)["status"], status)
+            # answered within the query timeout, not after a hang
+            self.assertLess(time.monotonic() - start, 0.8 + 0.5)
+            self.assertEqual(self.preon.request("GET", "/hello")[:3:2], (200, b"Hello"))
+            self.assertIsNone(self.preon.proc.poll(), "preon died")
+            pg("start", self.dir)
+            self.wait_for("/fruits", 200, within=2.0)
+            self.assertEqual(self.preon.request("GET", "/fruits/1")[0], 200)
+
+    def test_query_timeout_is_504(self):
+        # A lock held by another session makes the SELECT wait longer than the query timeout.
+        holder = subprocess.Popen([PG_SH, "psql", self.dir, "-c",
+                                   "BEGIN; LOCK TABLE fruits IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 5
+            while psql("SELECT count(*) FROM pg_locks WHERE relation = 'fruits'::regclass AND mode = 'AccessExclusiveLock'",
+                       self.dir) != "1":
+                self.assertLess(time.monotonic(), deadline, "the lock was never taken")
+                time.sleep(0.02)
+            results = []
+            threads = [threading.Thread(target=lambda: results.append(self.preon.request("GET", "/fruits", timeout=10)))
+                       for _ in range(5)]
+            start = time.monotonic()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            elapsed = time.monotonic() - start
+            for status, _, body in results:
+                self.assertEqual(status, 504, body)
+                self.assertEqual(json.loads(body), {"error": "database did not answer in time", "status": 504})
+            self.assertLess(elapsed, 2.0)  # answered at the timeout, not when the lock went away
+        finally:
+            holder.wait(timeout=30)
+        self.wait_for("/fruits", 200, within=3.0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "preon/config.h"
+#include "preon/errors.h"
+
+static int load(preon_config_t *cfg, const char *yaml, char *err)
+{
+    return preon_config_load_string(cfg, "t.yaml", yaml, strlen(yaml), err, 256);
+}
+
+/* Loads `yaml` on top of the defaults and checks that it fails with exactly `expected`. */
+static void expect_error(const char *yaml, const char *expected)
+{
+    preon_config_t cfg;
+    char err[256] = "";
+    preon_config_init(&cfg);
+    assert_int_equal(load(&cfg, yaml, err), PREON_EINVAL);
+    assert_string_equal(err, expected);
+    preon_config_dispose(&cfg);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    preon_config_init(&cfg);
+    assert_string_equal(cfg.server.listen, "0.0.0.0");
+    assert_int_equal(cfg.server.port, 8080);
+    assert_int_equal(cfg.server.threads, 0);
+    assert_int_equal(cfg.server.shutdown_timeout_ms, 10000);
+    assert_string_equal(cfg.database.url, "");
+    assert_int_equal(cfg.database.connections_per_thread, 1);
+    assert_int_equal(cfg.database.max_queued, 4096);
+    assert_int_equal(cfg.database.query_timeout_ms, 5000);
+    assert_int_equal(cfg.database.sync, PREON_SYNC_REQUEST);
+    assert_int_equal(cfg.log.level, 2);
+    preon_config_dispose(&cfg);
+}
+
+static void test_valid_file(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[256] = "";
+    preon_config_init(&cfg);
+    const char *yaml = "# comment\n"
+                       "server:\n"
+                       "  listen: \"127.0.0.1\"\n"
+                       "  port: 18080\n"
+                       "  threads: 3\n"
+                       "database:\n"
+                       "  url: postgresql://u@h/db\n"
+                       "  connections_per_thread: 2\n"
+                       "  sync: batch\n"
+                       "log:\n"
+                       "  level: debug\n";
+    assert_int_equal(load(&cfg, yaml, err), 0);
+    assert_string_equal(cfg.server.listen, "127.0.0.1");
+    assert_int_equal(cfg.server.port, 18080);
+    assert_int_equal(cfg.server.threads, 3);
+    assert_string_equal(cfg.database.url, "postgresql://u@h/db");
+    assert_int_equal(cfg.database.connections_per_thread, 2);
+    assert_int_equal(cfg.database.sync, PREON_SYNC_BATCH);
+    assert_int_equal(cfg.log.level, 3);
+    /* keys not in the file keep their defaults */
+    assert_int_equal(cfg.database.query_timeout_ms, 5000);
+    preon_config_dispose(&cfg);
+}
+
+static void test_empty_file_keeps_defaults(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[256] = "";
+    preon_config_init(&cfg);
+    assert_int_equal(load(&cfg, "# nothing but a comment\n", err), 0);
+    assert_int_equal(cfg.server.port, 8080);
+    preon_config_dispose(&cfg);
+}
+
+static void test_errors_have_line_and_column(void **state)
+{
+    (void)state;
+    expect_error("server:\n  port: 80800\n", "t.yaml:2:9: server.port: expected an integer from 1 to 65535, got '80800'");
+    expect_error("server:\n  port: abc\n", "t.yaml:2:9: server.port: expected an integer from 1 to 65535, got 'abc'");
+    expect_error("server:\n  prot: 1\n", "t.yaml:2:3: unknown key 'prot' in section 'server'");
+    expect_error("log:\n  level: loud\n", "t.yaml:2:10: log.level: expected one of error, warn, info, debug; got 'loud'");
+    expect_error("database:\n  max_queued: 0\n",
+                 "t.yaml:2:15: database.max_queued: expected an integer from 1 to 1000000, got '0'");
+    expect_error("srv:\n  port: 1\n", "t.yaml:1:1: unknown section 'srv' (expected server, database or log)");
+    expect_error("server:\n  port: [1, 2]\n", "t.yaml:2:9: server.port: expected a scalar value, got a list");
+    expect_error("server: 8080\n", "t.yaml:1:9: section 'server' must be a mapping of keys, got a scalar");
+    expect_error("server:\n  port: 1\n  port: 2\n", "t.yaml:3:3: duplicate key 'server.port'");
+    expect_error("- a\n- b\n", "t.yaml:1:1: expected a mapping of sections (server, database, log), got a list");
+}
+
+static void test_syntax_error(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[256] = "";
+    preon_config_init(&cfg);
+    assert_int_equal(load(&cfg, "server:\n  port: 1\n bad: [\n", err), PREON_EINVAL);
+    /* libyaml's own words follow the location; the location is what matters */
+    assert_true(strncmp(err, "t.yaml:3:", 9) == 0);
+    preon_config_dispose(&cfg);
+}
+
+static void test_env_overrides(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[256] = "";
+    preon_config_init(&cfg);
+    assert_int_equal(load(&cfg, "server:\n  port: 9000\n", err), 0);
+    char *env[] = {"PATH=/bin", "PREON_SERVER_PORT=18081", "PREON_DATABASE_URL=host=/tmp dbname=x", "PREON_LOG_LEVEL=warn",
+                   "PREON_BIN=/ignored", NULL};
+    assert_int_equal(preon_config_apply_env(&cfg, env, err, sizeof(err)), 0);
+    assert_int_equal(cfg.server.port, 18081);
+    assert_string_equal(cfg.database.url, "host=/tmp dbname=x");
+    assert_int_equal(cfg.log.level, 1);
+    preon_config_dispose(&cfg);
+}
+
+static void test_env_bad_value(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[256] = "";
+    preon_config_init(&cfg);
+    char *env[] = {"PREON_SERVER_THREADS=-1", NULL};
+    assert_int_equal(preon_config_apply_env(&cfg, env, err, sizeof(err)), PREON_EINVAL);
+    assert_string_equal(err, "environment PREON_SERVER_THREADS: server.threads: expected an integer from 0 to 256, got '-1'");
+    preon_config_dispose(&cfg);
+}
+
+static void test_print_hides_password(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[256] = "", *buf = NULL;
+    size_t len = 0;
+    preon_config_init(&cfg);
+    assert_int_equal(load(&cfg, "database:\n  url: postgresql://app:s3cret@db:5432/preon\n", err), 0);
+    FILE *fp = open_memstream(&buf, &len);
+    preon_config_print(&cfg, fp);
+    fclose(fp);
+    assert_null(strstr(buf, "s3cret"));
+    assert_non_null(strstr(buf, "url: \"postgresql://app:***@db:5432/preon\""));
+    assert_non_null(strstr(buf, "  port: 8080\n"));
+    free(buf);
+    preon_config_dispose(&cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_valid_file),
+        cmocka_unit_test(test_empty_file_keeps_defaults),
+        cmocka_unit_test(test_errors_have_line_and_column),
+        cmocka_unit_test(test_syntax_error),
+        cmocka_unit_test(test_env_overrides),
+        cmocka_unit_test(test_env_bad_value),
+        cmocka_unit_test(test_print_hides_password),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
