@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "preon/config.h"
+#include "preon/db.h"
 #include "preon/log.h"
 #include "preon/server.h"
 
@@ -73,13 +74,22 @@ int main(int argc, char **argv)
         return 2;
     }
     preon_log_level = (preon_log_level_t)cfg.log.level;
+    /* The URL is checked with libpq's own parser; the host name is resolved here, not on an event loop. */
+    preon_db_target_t *target = preon_db_target_create(cfg.database.url, !check, err, sizeof(err));
+    if (target == NULL) {
+        fprintf(stderr, "%s\n", err);
+        preon_config_dispose(&cfg);
+        return 2;
+    }
     if (check) {
         printf("# %s: valid\n", path != NULL ? path : "(built-in defaults)");
         preon_config_print(&cfg, stdout);
+        preon_db_target_destroy(target);
         preon_config_dispose(&cfg);
         return 0;
     }
-    int rv = preon_server_run(&cfg);
+    int rv = preon_server_run(&cfg, target);
+    preon_db_target_destroy(target);
     preon_config_dispose(&cfg);
     return rv == 0 ? 0 : 1;
 }

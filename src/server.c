@@ -145,7 +145,7 @@ static void setup_globalconf(const preon_config_t *cfg)
     h->super.on_req = on_req;
 }
 
-int preon_server_run(const preon_config_t *cfg)
+int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
 {
     nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : usable_cpus();
     threads = calloc(nthreads, sizeof(*threads));
@@ -175,7 +175,7 @@ int preon_server_run(const preon_config_t *cfg)
         thr->accept_ctx.ctx = &thr->ctx;
         thr->accept_ctx.hosts = globalconf.hosts;
         h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
-        thr->db = preon_db_pool_create(thr->loop, cfg, preon_statements, PREON_STMT__COUNT, tag);
+        thr->db = preon_db_pool_create(thr->loop, cfg, target, preon_statements, PREON_STMT__COUNT, tag);
     }
 
     /* Signals go to the main thread alone: the loops inherit a mask that blocks them. */

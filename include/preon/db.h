@@ -62,13 +62,26 @@ typedef struct st_preon_db_stats_t {
     uint64_t reconnects; /* connections (re)established after the first */
 } preon_db_stats_t;
 
+/** Where the pools connect: database.url parsed once, its host name resolved once. Shared read-only by all pools. */
+typedef struct st_preon_db_target_t preon_db_target_t;
+
+/**
+ * Parses `url` (a libpq URI or key=value string; "" means libpq's PG* variables). With `resolve_host`, a host
+ * name is looked up now (this blocks: call at start-up only) and pinned as `hostaddr`, so that reconnects never
+ * wait on DNS. Returns a new target, or NULL with "database.url: why" in `err`.
+ */
+preon_db_target_t *preon_db_target_create(const char *url, int resolve_host, char *err, size_t errlen);
+
+/** Frees a target. Accepts NULL. */
+void preon_db_target_destroy(preon_db_target_t *t);
+
 /**
  * Creates a pool on `loop` and starts connecting its connections in the background (a database that is down
- * is not an error: the pool keeps retrying with back-off). `cfg` and `statements` are borrowed for the
- * pool's lifetime. `tag` names the pool in logs.
+ * is not an error: the pool keeps retrying with back-off). `cfg`, `target` and `statements` are borrowed for
+ * the pool's lifetime. `tag` names the pool in logs.
  */
-preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_statement_t *statements,
-                                      size_t nstatements, const char *tag);
+preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
+                                      const preon_db_statement_t *statements, size_t nstatements, const char *tag);
 
 /**
  * Fails every query still queued with PREON_ESHUTDOWN (their callbacks run before this returns), closes the

@@ -39,8 +39,8 @@ static inline preon_thread_t *preon_thread_of(h2o_req_t *req)
 /**
  * Binds the listeners, starts cfg->server.threads event loops (0: one per CPU), serves until SIGTERM or SIGINT,
  * then drains (bounded by server.shutdown_timeout_ms) and returns 0; or returns a negative code after printing
- * why start-up failed. Call from the main thread with `cfg` fully loaded; `cfg` is borrowed.
+ * why start-up failed. Call from the main thread with `cfg` fully loaded; `cfg` and `target` are borrowed.
  */
-int preon_server_run(const preon_config_t *cfg);
+int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target);
 
 #endif

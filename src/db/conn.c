@@ -252,8 +252,8 @@ static void connect_step(preon_db_conn_t *c)
 void preon_db_conn_connect(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
-    /* PQconnectStartParams does not block unless the host needs a DNS lookup; see README (hostaddr). */
-    c->pg = PQconnectStartParams(pool->keywords, pool->values, 1);
+    /* Does not block: the host name, if any, was resolved into hostaddr at start-up (target.c). */
+    c->pg = PQconnectStartParams(preon_db_target_keywords(pool->target), preon_db_target_values(pool->target), 0);
     c->state = CONN_CONNECTING;
     c->state_since = now_ms(c);
     if (c->pg == NULL || PQstatus(c->pg) == CONNECTION_BAD || watch_socket(c) != 0) {

@@ -61,7 +61,7 @@ struct st_preon_db_pool_t {
     h2o_timeout_entry_t flush_entry;
     h2o_timeout_t tick_timeout; /* drives back-off, connect and query timeouts */
     h2o_timeout_entry_t tick_entry;
-    const char *keywords[4], *values[4];
+    const preon_db_target_t *target;
 };
 
 /* conn.c */
@@ -74,6 +74,10 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why);
 void preon_db_conn_send(preon_db_conn_t *c);
 /** Time the oldest entry in flight was sent, or 0 when nothing is in flight. */
 uint64_t preon_db_conn_oldest(const preon_db_conn_t *c);
+
+/* target.c */
+const char *const *preon_db_target_keywords(const preon_db_target_t *t);
+const char *const *preon_db_target_values(const preon_db_target_t *t);
 
 /* pool.c */
 /** Completes `q` through its on_error callback, keeping the pool's count right. */

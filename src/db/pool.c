@@ -22,8 +22,8 @@ static uint64_t tick_ms(const preon_config_t *cfg)
     return t < 5 ? 5 : t > 100 ? 100 : (uint64_t)t;
 }
 
-preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_statement_t *statements,
-                                      size_t nstatements, const char *tag)
+preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
+                                      const preon_db_statement_t *statements, size_t nstatements, const char *tag)
 {
     preon_db_pool_t *pool = calloc(1, sizeof(*pool));
     if (pool == NULL)
@@ -33,12 +33,7 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
     pool->stmts = statements;
     pool->nstmts = nstatements;
     snprintf(pool->tag, sizeof(pool->tag), "%s", tag);
-    /* The URL goes in as dbname with expand_dbname, so it may be a URI or a key=value string; "" leaves libpq
-     * to its PG* environment variables. Results come back in UTF-8 whatever the server's encoding. */
-    pool->keywords[0] = "dbname", pool->values[0] = cfg->database.url;
-    pool->keywords[1] = "client_encoding", pool->values[1] = "UTF8";
-    pool->keywords[2] = "fallback_application_name", pool->values[2] = "preon";
-    pool->keywords[3] = NULL, pool->values[3] = NULL;
+    pool->target = target;
 
     h2o_timeout_init(loop, &pool->zero_timeout, 0);
     pool->flush_entry.cb = on_flush;

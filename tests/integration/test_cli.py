@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BIN, REPO, Preon, free_port, main, require_env
+from harness import BIN, REPO, Preon, free_port, main, pg_url, require_env
 
 
 def run(*args, env=None, cwd=None):
@@ -78,6 +78,26 @@ class CliTest(unittest.TestCase):
             self.assertIn("PREON_SERVER_PORT", r.stderr)
         finally:
             os.unlink(path)
+
+    def test_bad_database_url_exit_2(self):
+        r = run("--check-config", env={"PREON_DATABASE_URL": "postgresql://[::1/db"})
+        self.assertEqual(r.returncode, 2)
+        self.assertTrue(r.stderr.startswith("database.url: "), r.stderr)
+        r = run("--check-config", env={"PREON_DATABASE_URL": "host=x bogus_option=1"})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bogus_option", r.stderr)
+
+    def test_host_name_resolved_once_at_start(self):
+        # "localhost" is looked up at start-up and pinned as hostaddr, so reconnects never wait on DNS.
+        url = pg_url().replace("127.0.0.1", "localhost")
+        p = Preon(db_url=url)
+        try:
+            p.start()
+            self.assertEqual(p.request("GET", "/fruits")[0], 200)
+            self.assertEqual(p.stop(), 0)
+            self.assertRegex(p.output(), r"database host 'localhost' resolved to \S*127\.0\.0\.1")
+        finally:
+            p.cleanup()
 
     def test_missing_config_file(self):
         r = run("--config", "/nonexistent/preon.yaml")

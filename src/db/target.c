@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include "db/internal.h"
+#include "preon/errors.h"
+#include "preon/log.h"
+
+/*
+ * What every connection of every pool connects to: database.url parsed once at start-up into libpq keywords,
+ * plus two of preon's own (results in UTF-8, an application name). A host name is resolved here, once, into
+ * `hostaddr`: libpq would otherwise call getaddrinfo() inside PQconnectPoll, blocking an event loop on DNS at
+ * every reconnect. The name stays in `host` for authentication and TLS checks.
+ */
+#define MAX_KEYWORDS 64
+
+struct st_preon_db_target_t {
+    const char *keywords[MAX_KEYWORDS + 1];
+    const char *values[MAX_KEYWORDS + 1];
+    size_t n;
+};
+
+static void add(preon_db_target_t *t, const char *k, const char *v)
+{
+    if (t->n == MAX_KEYWORDS)
+        return;
+    t->keywords[t->n] = strdup(k);
+    t->values[t->n] = strdup(v);
+    if (t->keywords[t->n] == NULL || t->values[t->n] == NULL)
+        abort();
+    t->n++;
+}
+
+static const char *find(const preon_db_target_t *t, const char *k)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->keywords[i], k) == 0)
+            return t->values[i];
+    return NULL;
+}
+
+/* Replaces the value of `k`, or adds it. */
+static void set(preon_db_target_t *t, const char *k, const char *v)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (strcmp(t->keywords[i], k) == 0) {
+            free((void *)t->values[i]);
+            if ((t->values[i] = strdup(v)) == NULL)
+                abort();
+            return;
+        }
+    }
+    add(t, k, v);
+}
+
+static int is_numeric_host(const char *h)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, h, buf) == 1 || inet_pton(AF_INET6, h, buf) == 1;
+}
+
+static void resolve(preon_db_target_t *t)
+{
+    const char *found = find(t, "host");
+    if (found == NULL)
+        found = getenv("PGHOST");
+    if (found == NULL || found[0] == '\0' || found[0] == '/' || found[0] == '@' || strchr(found, ',') != NULL ||
+        find(t, "hostaddr") != NULL || is_numeric_host(found))
+        return;
+    /* A copy: set() below replaces the value `found` points into. */
+    char host[256];
+    snprintf(host, sizeof(host), "%s", found);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+    int rv = getaddrinfo(host, NULL, &hints, &ai);
+    if (rv != 0) {
+        preon_log_warn("database host '%s' does not resolve (%s); libpq will try again at each connect", host, gai_strerror(rv));
+        return;
+    }
+    /* Every address, in getaddrinfo's order, as libpq would have tried them: host=n,n hostaddr=a1,a2. */
+    char hosts[1024] = "", addrs[1024] = "";
+    size_t count = 0;
+    for (struct addrinfo *a = ai; a != NULL && count < 8; a = a->ai_next) {
+        char addr[INET6_ADDRSTRLEN];
+        const void *src = a->ai_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr
+                                                   : (const void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr;
+        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || inet_ntop(a->ai_family, src, addr, sizeof(addr)) == NULL ||
+            strstr(addrs, addr) != NULL)
+            continue;
+        size_t hl = strlen(hosts), al = strlen(addrs);
+        if (hl + strlen(host) + 2 > sizeof(hosts) || al + strlen(addr) + 2 > sizeof(addrs))
+            break;
+        snprintf(hosts + hl, sizeof(hosts) - hl, "%s%s", count ? "," : "", host);
+        snprintf(addrs + al, sizeof(addrs) - al, "%s%s", count ? "," : "", addr);
+        count++;
+    }
+    if (count != 0) {
+        set(t, "host", hosts);
+        add(t, "hostaddr", addrs);
+        preon_log_info("database host '%s' resolved to %s (once, at start-up)", host, addrs);
+    }
+    freeaddrinfo(ai);
+}
+
+preon_db_target_t *preon_db_target_create(const char *url, int resolve_host, char *err, size_t errlen)
+{
+    char *perr = NULL;
+    PQconninfoOption *opts = PQconninfoParse(url, &perr);
+    if (opts == NULL) {
+        size_t n = strlen(perr != NULL ? perr : "");
+        while (n > 0 && perr[n - 1] == '\n')
+            perr[--n] = '\0';
+        snprintf(err, errlen, "database.url: %s", perr != NULL ? perr : "out of memory");
+        PQfreemem(perr);
+        return NULL;
+    }
+    preon_db_target_t *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        abort();
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+        if (o->val != NULL && o->val[0] != '\0')
+            add(t, o->keyword, o->val);
+    PQconninfoFree(opts);
+    if (find(t, "client_encoding") == NULL)
+        add(t, "client_encoding", "UTF8");
+    if (find(t, "application_name") == NULL)
+        add(t, "fallback_application_name", "preon");
+    if (resolve_host)
+        resolve(t);
+    return t;
+}
+
+void preon_db_target_destroy(preon_db_target_t *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->n; i++) {
+        free((void *)t->keywords[i]);
+        free((void *)t->values[i]);
+    }
+    free(t);
+}
+
+const char *const *preon_db_target_keywords(const preon_db_target_t *t)
+{
+    return t->keywords;
+}
+
+const char *const *preon_db_target_values(const preon_db_target_t *t)
+{
+    return t->values;
+}
