@@ -145,7 +145,12 @@ class PreonTestCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_env()
-        cls.preon = Preon(**cls.preon_settings).start()
+        cls.preon = Preon(db_url=cls.db_url(), **cls.preon_settings).start()
+
+    @classmethod
+    def db_url(cls):
+        """The database preon uses: the shared cluster unless a subclass has its own."""
+        return pg_url()
 
     @classmethod
     def tearDownClass(cls):

@@ -9,28 +9,25 @@ import subprocess
 import tempfile
 import threading
 import time
-import unittest
 
-from harness import PG_SH, Preon, free_port, main, pg, pg_url, psql, require_env
+from harness import PG_SH, PreonTestCase, free_port, main, pg, pg_url, psql
 
 
-class OutageTest(unittest.TestCase):
+class OutageTest(PreonTestCase):
+    preon_settings = {"database_query_timeout_ms": 800, "database_reconnect_max_ms": 500}
+
     @classmethod
-    def setUpClass(cls):
-        require_env()
+    def db_url(cls):
         cls.dir = tempfile.mkdtemp(prefix="preon-outage-")
         os.chmod(cls.dir, 0o755)
         subprocess.run([PG_SH, "init", cls.dir, str(free_port())], check=True, env=dict(os.environ, PREON_PG_EXTRA_CONF="fsync = off"))
-        cls.preon = Preon(db_url=pg_url(cls.dir), database_query_timeout_ms=800, database_reconnect_max_ms=500).start()
+        return pg_url(cls.dir)
 
     @classmethod
     def tearDownClass(cls):
         try:
-            rc = cls.preon.stop()
-            if rc != 0:
-                raise AssertionError("preon exited with %s:\n%s" % (rc, cls.preon.output()))
+            super().tearDownClass()
         finally:
-            cls.preon.cleanup()
             pg("stop", cls.dir, "immediate")
             shutil.rmtree(cls.dir, ignore_errors=True)
 
