@@ -13,8 +13,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 
+# Runs a command as the server's user, from / (the caller's folder may be closed to that user).
 as_pg() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+    if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 cmd=${1:?usage: pg.sh init|start|stop|url|psql DIR ...}
@@ -38,11 +39,19 @@ max_connections = 200
 ${PREON_PG_EXTRA_CONF:-}
 CONF
         echo "$port" >"$dir/port"
-        "$0" start "$dir"
-        as_pg "$PGBIN/psql" -q -h "$dir/sock" -p "$port" -U postgres -d postgres -c "CREATE DATABASE preon" >/dev/null
+    fi
+    "$0" start "$dir"
+    # Loading is idempotent and marked done only at the end, so an interrupted first run is completed later.
+    # The SQL goes through stdin: the repository may be closed to the postgres user.
+    if [ ! -f "$dir/loaded" ]; then
+        port=$(port_of)
+        q() { as_pg "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/sock" -p "$port" -U postgres "$@"; }
+        [ "$(q -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = 'preon'")" = 1 ] ||
+            q -d postgres -c "CREATE DATABASE preon" >/dev/null
         for f in "$REPO"/sql/*.sql; do
-            as_pg "$PGBIN/psql" -q -v ON_ERROR_STOP=1 -h "$dir/sock" -p "$port" -U postgres -d preon -f "$f" >/dev/null
+            q -d preon <"$f" >/dev/null
         done
+        touch "$dir/loaded"
     fi
     ;;
 start)
