@@ -38,7 +38,7 @@ class ShutdownTest(unittest.TestCase):
                        for _ in range(20)]
             for t in threads:
                 t.start()
-            time.sleep(0.3)  # the requests are now waiting on the lock, inside preon's pipeline
+            time.sleep(0.5)  # the requests are now waiting on the lock, inside preon's pipeline
             p.kill(sig)
             time.sleep(0.2)
             # no longer accepting: a new connection is refused
