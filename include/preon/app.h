@@ -30,14 +30,44 @@ int preon_hello_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 
-/** Called with the rows of a query made by preon_dbcall, only while the request is still open. `res` is borrowed. */
-typedef void (*preon_dbcall_cb)(h2o_req_t *req, const preon_db_result_t *res, void *arg);
+/*
+ * A request's database work: `n` queries sent together (one connection, one Sync), each result handed to
+ * ops->on_result as it comes, then ops->on_done answers the request once every query succeeded. Any failure
+ * (queue full, not connected, a database error, a timeout) is answered with its status instead. The dbreq
+ * outlives its request if the client goes away: then on_done is skipped and the dbreq is freed once the last
+ * callback has run.
+ */
+typedef struct st_preon_dbreq_t preon_dbreq_t;
+
+typedef struct st_preon_dbreq_ops_t {
+    /** One query's rows (`res` borrowed). Keep what is needed in preon_dbreq_data(). */
+    void (*on_result)(preon_dbreq_t *r, size_t index, const preon_db_result_t *res);
+    /** Every query succeeded and the request is still open: answer it. */
+    void (*on_done)(preon_dbreq_t *r, h2o_req_t *req);
+    /** Optional: frees what on_result kept; runs last, whatever happened. */
+    void (*dispose)(preon_dbreq_t *r);
+} preon_dbreq_ops_t;
 
 /**
- * Runs prepared statement `stmt` with `nparams` text parameters (copied) on the thread's pool for `req`. When the
- * rows come, on_rows(req, res, arg) answers the request; any failure (queue full, not connected, database
- * error, timeout) is answered here with its 5xx. If the client goes away first, the result is dropped.
+ * Creates a dbreq for `req` with room for `n` queries (at most PREON_DBREQ_MAX) and `datasize` zeroed bytes of
+ * handler data. `ops` is borrowed (usually static).
  */
-void preon_dbcall(h2o_req_t *req, unsigned stmt, int nparams, const char *const *params, preon_dbcall_cb on_rows, void *arg);
+preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, const preon_dbreq_ops_t *ops);
+#define PREON_DBREQ_MAX 512
+
+/** The handler's data area. */
+void *preon_dbreq_data(preon_dbreq_t *r);
+
+/** The thread the dbreq runs on. */
+preon_thread_t *preon_dbreq_thread(preon_dbreq_t *r);
+
+/** Sets query `i`: statement, flags (PREON_DB_WRITE) and text parameters, which are copied. */
+void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params);
+
+/** Sends the queries. If they cannot be queued, answers the request (503) and frees the dbreq at once. */
+void preon_dbreq_run(preon_dbreq_t *r);
+
+/** Called from on_result: the request will be answered `status` with `message` instead of on_done. */
+void preon_dbreq_fail(preon_dbreq_t *r, int status, const char *message);
 
 #endif

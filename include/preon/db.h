@@ -90,11 +90,13 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
 void preon_db_pool_destroy(preon_db_pool_t *pool);
 
 /**
- * Queues `q` for sending at the end of this loop pass. Returns 0, after which exactly one of q's callbacks will
- * run later; or, with no callback ever called, PREON_ENOTCONN (no connection is ready), PREON_EQUEUEFULL
- * (database.max_queued queries already wait on this thread) or PREON_EINVAL (bad statement or parameters).
+ * Queues the `n` queries of one request, all on the same connection and, under database.sync: request, behind
+ * one Sync (one implicit transaction), for sending at the end of this loop pass. All or nothing: returns 0,
+ * after which exactly one callback of each query will run later; or, with no callback ever called,
+ * PREON_ENOTCONN (no connection is ready), PREON_EQUEUEFULL (database.max_queued would be exceeded on this
+ * thread) or PREON_EINVAL (bad statement or parameter count). Sets PREON_DB_MORE itself.
  */
-int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *q);
+int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n);
 
 /** Fills `*st` with the pool's counters. */
 void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st);

@@ -94,18 +94,24 @@ static void enqueue(preon_db_conn_t *c, preon_db_query_t *q)
     preon_db_pool_arm_flush(c->pool);
 }
 
-int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *q)
+int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n)
 {
-    if (q->stmt >= pool->nstmts || q->nparams != pool->stmts[q->stmt].nparams || q->nparams > PREON_DB_MAX_PARAMS)
-        return PREON_EINVAL;
-    if (pool->queued >= (size_t)pool->cfg->database.max_queued)
-        return PREON_EQUEUEFULL;
+    for (size_t i = 0; i < n; i++) {
+        const preon_db_query_t *q = qs[i];
+        if (q->stmt >= pool->nstmts || q->nparams != pool->stmts[q->stmt].nparams || q->nparams > PREON_DB_MAX_PARAMS)
+            return PREON_EINVAL;
+    }
+    if (n == 0 || pool->queued + n > (size_t)pool->cfg->database.max_queued)
+        return n == 0 ? PREON_EINVAL : PREON_EQUEUEFULL;
     preon_db_conn_t *c = pick(pool);
     if (c == NULL)
         return PREON_ENOTCONN;
-    q->_resent = 0;
-    pool->queued++;
-    enqueue(c, q);
+    for (size_t i = 0; i < n; i++) {
+        qs[i]->_resent = 0;
+        qs[i]->flags = (qs[i]->flags & ~PREON_DB_MORE) | (i + 1 < n ? PREON_DB_MORE : 0);
+        enqueue(c, qs[i]);
+    }
+    pool->queued += n;
     return 0;
 }
 

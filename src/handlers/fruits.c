@@ -5,6 +5,11 @@
 #include "preon/params.h"
 #include "preon/reply.h"
 
+/* What a fruits query leaves for on_done: the JSON built from its rows (owned; freed by dispose). */
+typedef struct {
+    json_t *body;
+} fruits_data_t;
+
 /* Builds the JSON object of result row `row` (id, name); NULL if the name is not valid UTF-8. */
 static json_t *fruit_of(const preon_db_result_t *res, int row)
 {
@@ -14,46 +19,56 @@ static json_t *fruit_of(const preon_db_result_t *res, int row)
     return preon_json_fruit(strtoll(id, NULL, 10), name != NULL ? name : "", namelen);
 }
 
-static void on_list(h2o_req_t *req, const preon_db_result_t *res, void *arg)
+static void on_done(preon_dbreq_t *r, h2o_req_t *req)
 {
-    (void)arg;
+    fruits_data_t *d = preon_dbreq_data(r);
+    if (d->body == NULL)
+        preon_reply_error(req, 404, "no fruit with that id");
+    else
+        preon_reply_json(req, 200, d->body);
+}
+
+static void dispose(preon_dbreq_t *r)
+{
+    fruits_data_t *d = preon_dbreq_data(r);
+    json_decref(d->body);
+}
+
+static void on_list(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
+{
+    fruits_data_t *d = preon_dbreq_data(r);
     int rows = preon_db_result_rows(res);
-    json_t *list = json_array();
+    (void)index;
+    d->body = json_array();
     for (int i = 0; i < rows; i++) {
         json_t *f = fruit_of(res, i);
         if (f == NULL) {
-            json_decref(list);
-            preon_reply_error(req, 502, "database returned a name that is not valid UTF-8");
+            preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
             return;
         }
-        json_array_append_new(list, f);
+        json_array_append_new(d->body, f);
     }
-    preon_reply_json(req, 200, list);
-    json_decref(list);
 }
+
+static void on_one(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
+{
+    fruits_data_t *d = preon_dbreq_data(r);
+    (void)index;
+    if (preon_db_result_rows(res) != 0 && (d->body = fruit_of(res, 0)) == NULL)
+        preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
+}
+
+static const preon_dbreq_ops_t list_ops = {on_list, on_done, dispose};
+static const preon_dbreq_ops_t one_ops = {on_one, on_done, dispose};
 
 /* GET /fruits: every row, ordered by id. */
 int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
 {
     (void)thr, (void)param;
-    preon_dbcall(req, PREON_STMT_FRUITS_ALL, 0, NULL, on_list, NULL);
+    preon_dbreq_t *r = preon_dbreq_create(req, 1, sizeof(fruits_data_t), &list_ops);
+    preon_dbreq_set(r, 0, PREON_STMT_FRUITS_ALL, 0, 0, NULL);
+    preon_dbreq_run(r);
     return 0;
-}
-
-static void on_one(h2o_req_t *req, const preon_db_result_t *res, void *arg)
-{
-    (void)arg;
-    if (preon_db_result_rows(res) == 0) {
-        preon_reply_error(req, 404, "no fruit with that id");
-        return;
-    }
-    json_t *f = fruit_of(res, 0);
-    if (f == NULL) {
-        preon_reply_error(req, 502, "database returned a name that is not valid UTF-8");
-        return;
-    }
-    preon_reply_json(req, 200, f);
-    json_decref(f);
 }
 
 /* GET /fruits/{id}: one row, 404 if none, 400 if id is not a positive 32-bit integer. */
@@ -71,6 +86,8 @@ int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
     char text[16];
     snprintf(text, sizeof(text), "%d", (int)id);
     const char *params[] = {text};
-    preon_dbcall(req, PREON_STMT_FRUIT_BY_ID, 1, params, on_one, NULL);
+    preon_dbreq_t *r = preon_dbreq_create(req, 1, sizeof(fruits_data_t), &one_ops);
+    preon_dbreq_set(r, 0, PREON_STMT_FRUIT_BY_ID, 0, 1, params);
+    preon_dbreq_run(r);
     return 0;
 }

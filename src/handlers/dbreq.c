@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+#include "preon/app.h"
+#include "preon/errors.h"
+#include "preon/reply.h"
+
+/*
+ * The glue between one HTTP request and its queries. The dbreq is malloc'd, because it must outlive the
+ * request if the client goes away while queries are in flight; a small guard in the request's pool notices that
+ * (its dispose hook runs when the pool is cleared) and unhooks the request, so that nothing is written to freed
+ * memory. The dbreq frees itself when its last query has called back.
+ */
+typedef struct {
+    preon_dbreq_t *r;
+} guard_t;
+
+typedef struct {
+    preon_db_query_t q; /* first: the db callbacks get &slot->q */
+    preon_dbreq_t *owner;
+    size_t index;
+    char *params; /* one malloc holding the parameters' text */
+} slot_t;
+
+struct st_preon_dbreq_t {
+    h2o_req_t *req; /* NULL once the request is gone */
+    guard_t *guard;
+    preon_thread_t *thr;
+    const preon_dbreq_ops_t *ops;
+    size_t n, pending;
+    int fail_status; /* 0, or the status to answer with */
+    char fail_message[256];
+    void *data;
+    slot_t slots[];
+};
+
+static void on_guard_dispose(void *_guard)
+{
+    guard_t *g = _guard;
+    if (g->r != NULL)
+        g->r->req = NULL;
+}
+
+preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, const preon_dbreq_ops_t *ops)
+{
+    preon_dbreq_t *r = calloc(1, sizeof(*r) + n * sizeof(slot_t) + datasize);
+    if (r == NULL)
+        abort();
+    r->req = req;
+    r->thr = preon_thread_of(req);
+    r->ops = ops;
+    r->n = n;
+    r->data = (char *)(r->slots + n);
+    return r;
+}
+
+void *preon_dbreq_data(preon_dbreq_t *r)
+{
+    return r->data;
+}
+
+preon_thread_t *preon_dbreq_thread(preon_dbreq_t *r)
+{
+    return r->thr;
+}
+
+static void on_result(preon_db_query_t *q, const preon_db_result_t *res);
+static void on_error(preon_db_query_t *q, int err, const char *detail);
+
+void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params)
+{
+    slot_t *s = &r->slots[i];
+    size_t total = 0;
+    for (int k = 0; k < nparams; k++)
+        total += strlen(params[k]) + 1;
+    s->owner = r;
+    s->index = i;
+    s->q.stmt = stmt;
+    s->q.flags = flags;
+    s->q.nparams = nparams;
+    s->q.on_result = on_result;
+    s->q.on_error = on_error;
+    free(s->params);
+    s->params = total != 0 ? malloc(total) : NULL;
+    char *p = s->params;
+    for (int k = 0; k < nparams && k < PREON_DB_MAX_PARAMS; k++) {
+        size_t len = strlen(params[k]) + 1;
+        memcpy(p, params[k], len);
+        s->q.params[k] = p;
+        p += len;
+    }
+}
+
+static void destroy(preon_dbreq_t *r)
+{
+    if (r->ops->dispose != NULL)
+        r->ops->dispose(r);
+    for (size_t i = 0; i < r->n; i++)
+        free(r->slots[i].params);
+    free(r);
+}
+
+/* The last callback: answer (if the client is still there) and free. */
+static void complete(preon_dbreq_t *r)
+{
+    h2o_req_t *req = r->req;
+    r->thr->pending--;
+    if (req != NULL) {
+        r->guard->r = NULL;
+        if (r->fail_status != 0)
+            preon_reply_error(req, r->fail_status, r->fail_message);
+        else
+            r->ops->on_done(r, req);
+    }
+    destroy(r);
+}
+
+void preon_dbreq_fail(preon_dbreq_t *r, int status, const char *message)
+{
+    if (r->fail_status == 0) {
+        r->fail_status = status;
+        snprintf(r->fail_message, sizeof(r->fail_message), "%s", message);
+    }
+}
+
+static void on_result(preon_db_query_t *q, const preon_db_result_t *res)
+{
+    slot_t *s = (slot_t *)q;
+    preon_dbreq_t *r = s->owner;
+    if (r->req != NULL && r->fail_status == 0)
+        r->ops->on_result(r, s->index, res);
+    if (--r->pending == 0)
+        complete(r);
+}
+
+static void on_error(preon_db_query_t *q, int err, const char *detail)
+{
+    slot_t *s = (slot_t *)q;
+    preon_dbreq_t *r = s->owner;
+    if (r->fail_status == 0) {
+        /* A database error says what the database said (its primary message: no SQL text, no stack). */
+        char msg[256];
+        if (err == PREON_EDB && detail != NULL)
+            snprintf(msg, sizeof(msg), "%s: %s", preon_strerror(err), detail);
+        else
+            snprintf(msg, sizeof(msg), "%s", preon_strerror(err));
+        preon_dbreq_fail(r, preon_err_http_status(err), msg);
+    }
+    if (--r->pending == 0)
+        complete(r);
+}
+
+void preon_dbreq_run(preon_dbreq_t *r)
+{
+    preon_db_query_t *qs[PREON_DBREQ_MAX];
+    for (size_t i = 0; i < r->n; i++)
+        qs[i] = &r->slots[i].q;
+    int rv = preon_db_submit(r->thr->db, qs, r->n);
+    if (rv != 0) {
+        preon_reply_errno(r->req, rv, NULL);
+        destroy(r);
+        return;
+    }
+    r->pending = r->n;
+    r->thr->pending++;
+    r->guard = h2o_mem_alloc_shared(&r->req->pool, sizeof(guard_t), on_guard_dispose);
+    r->guard->r = r;
+}
