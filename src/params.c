@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <string.h>
 #include "preon/params.h"
 #include "preon/errors.h"
 
@@ -31,4 +32,33 @@ int preon_parse_id(const char *s, size_t len, int32_t *out, const char **why)
     }
     *out = (int32_t)v;
     return 0;
+}
+
+int preon_query_int_clamped(const char *qs, size_t len, const char *name, int min, int max)
+{
+    size_t nlen = strlen(name);
+    const char *p = qs, *end = qs + len;
+    while (p < end) {
+        const char *amp = memchr(p, '&', end - p);
+        const char *pair_end = amp != NULL ? amp : end;
+        if ((size_t)(pair_end - p) > nlen && memcmp(p, name, nlen) == 0 && p[nlen] == '=') {
+            const char *v = p + nlen + 1;
+            int neg = v < pair_end && *v == '-';
+            const char *d = v + neg;
+            if (d == pair_end)
+                return min;
+            long long n = 0;
+            for (; d < pair_end; d++) {
+                if (*d < '0' || *d > '9')
+                    return min;
+                if (n <= max) /* saturate: a long run of digits must not overflow */
+                    n = n * 10 + (*d - '0');
+            }
+            if (neg || n < min)
+                return min;
+            return n > max ? max : (int)n;
+        }
+        p = pair_end + 1;
+    }
+    return min;
 }

@@ -129,6 +129,7 @@ static void *thread_main(void *arg)
     while (h2o_now(thr->loop) < grace_end)
         h2o_evloop_run(thr->loop, 10);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
+    preon_app_thread_dispose(thr);
     return NULL;
 }
 
@@ -152,9 +153,13 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     if (threads == NULL)
         abort();
     signal(SIGPIPE, SIG_IGN);
+    char err[256];
+    if (preon_app_init(err, sizeof(err)) != 0) {
+        fprintf(stderr, "preon: %s\n", err);
+        return PREON_EINVAL;
+    }
     setup_globalconf(cfg);
 
-    char err[256];
     for (unsigned i = 0; i < nthreads; i++) {
         int fd = open_listener(cfg, err, sizeof(err));
         if (fd < 0) {
@@ -175,6 +180,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
         thr->accept_ctx.ctx = &thr->ctx;
         thr->accept_ctx.hosts = globalconf.hosts;
         h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
+        preon_rand_seed(&thr->rand);
         thr->db = preon_db_pool_create(thr->loop, cfg, target, preon_statements, PREON_STMT__COUNT, tag);
     }
 
@@ -212,6 +218,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
             }
         }
     }
+    preon_app_dispose();
     preon_log_info("stopped");
     return 0;
 }

@@ -12,6 +12,10 @@
 typedef enum {
     PREON_STMT_FRUITS_ALL,
     PREON_STMT_FRUIT_BY_ID,
+    PREON_STMT_WORLD_BY_ID,
+    PREON_STMT_WORLD_ALL,
+    PREON_STMT_WORLD_UPDATE,
+    PREON_STMT_FORTUNES,
     PREON_STMT__COUNT
 } preon_stmt_id_t;
 
@@ -22,6 +26,15 @@ extern const preon_db_statement_t preon_statements[PREON_STMT__COUNT];
 extern const preon_route_t preon_routes[];
 extern const size_t preon_nroutes;
 
+/** Compiles the templates; returns 0, or a negative code with the reason in `err`. Call once, before the threads. */
+int preon_app_init(char *err, size_t errlen);
+
+/** Frees what preon_app_init made. */
+void preon_app_dispose(void);
+
+/** Frees what a thread's handlers kept (the World cache). Call on that thread, after its loop ends. */
+void preon_app_thread_dispose(preon_thread_t *thr);
+
 /** Routes `req` and answers it (404/405 itself, else through the route's handler). Returns 0. */
 int preon_app_handle(preon_thread_t *thr, h2o_req_t *req);
 
@@ -29,6 +42,17 @@ int preon_app_handle(preon_thread_t *thr, h2o_req_t *req);
 int preon_hello_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+/* TechEmpower's test types */
+int preon_tfb_plaintext(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_tfb_json(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_tfb_db(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_tfb_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_tfb_updates(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_tfb_cached_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_tfb_fortunes(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+
+/** Rows in TFB's World table; ids and randomNumbers are uniform in 1..PREON_WORLD_ROWS. */
+#define PREON_WORLD_ROWS 10000
 
 /*
  * A request's database work: `n` queries sent together (one connection, one Sync), each result handed to
@@ -60,6 +84,9 @@ void *preon_dbreq_data(preon_dbreq_t *r);
 
 /** The thread the dbreq runs on. */
 preon_thread_t *preon_dbreq_thread(preon_dbreq_t *r);
+
+/** The request, while it is open (always so inside on_result and on_done); NULL once it is gone. */
+h2o_req_t *preon_dbreq_req(preon_dbreq_t *r);
 
 /** Sets query `i`: statement, flags (PREON_DB_WRITE) and text parameters, which are copied. */
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params);

@@ -18,6 +18,9 @@ h2o_iovec_t preon_json_dump(json_t *value, h2o_mem_pool_t *pool);
  */
 json_t *preon_json_fruit(long long id, const char *name, size_t len);
 
+/** Builds the JSON object of one World row, {"id": id, "randomNumber": n}. Returns a new reference. */
+json_t *preon_json_world(long long id, long long random_number);
+
 /** Builds the error body {"error": message, "status": status}. Returns a new reference. */
 json_t *preon_json_error(int status, const char *message);
 

@@ -12,4 +12,11 @@
  */
 int preon_parse_id(const char *s, size_t len, int32_t *out, const char **why);
 
+/**
+ * Reads the integer parameter `name` of a query string (`qs`, `len` bytes, without the '?') and clamps it as
+ * TechEmpower's tests demand: missing, empty, not an integer, or below `min` gives `min`; above `max` gives
+ * `max`. The first occurrence of `name` counts.
+ */
+int preon_query_int_clamped(const char *qs, size_t len, const char *name, int min, int max);
+
 #endif

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include "preon/config.h"
 #include "preon/db.h"
+#include "preon/rand.h"
 
 /**
  * Everything one event-loop thread owns: its loop, h2o context, listener, database pool and counters. Nothing
@@ -27,7 +28,8 @@ typedef struct st_preon_thread_t {
     int draining;             /* SIGTERM seen: no new connections, finish what is in flight */
     uint64_t drain_deadline;  /* loop time after which the thread exits even with requests pending */
     size_t pending;           /* requests waiting for the database */
-    int exit_loop;
+    preon_rand_t rand;        /* ids and numbers for the TechEmpower endpoints */
+    int32_t *world_cache;     /* randomNumber by id for /cached-queries, filled on first use; NULL until then */
 } preon_thread_t;
 
 /** The thread that owns `req`. */

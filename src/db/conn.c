@@ -194,7 +194,7 @@ static void flush(preon_db_conn_t *c)
         want_write(c);
 }
 
-/* Pipeline mode, every statement prepared behind one Sync; queries may follow at once, in the same pipeline. */
+/* Pipeline mode and every statement prepared; queries may follow at once, in the same pipeline. */
 static void become_ready(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
@@ -202,20 +202,17 @@ static void become_ready(preon_db_conn_t *c)
         preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
+    /* Each Prepare behind its own Sync: a statement whose table is missing must not abort the others. */
     for (size_t i = 0; i < pool->nstmts; i++) {
         const preon_db_statement_t *s = &pool->stmts[i];
-        if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL)) {
+        if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL) || !PQpipelineSync(c->pg)) {
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
         }
         push(c, ENTRY_PREPARE, (unsigned)i, NULL);
+        push(c, ENTRY_SYNC, 0, NULL);
         c->prepared[i] = 1;
     }
-    if (!PQpipelineSync(c->pg)) {
-        preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
-        return;
-    }
-    push(c, ENTRY_SYNC, 0, NULL);
     c->state = CONN_READY;
     c->state_since = now_ms(c);
     c->backoff_ms = pool->cfg->database.reconnect_min_ms;

@@ -59,6 +59,11 @@ void *preon_dbreq_data(preon_dbreq_t *r)
     return r->data;
 }
 
+h2o_req_t *preon_dbreq_req(preon_dbreq_t *r)
+{
+    return r->req;
+}
+
 preon_thread_t *preon_dbreq_thread(preon_dbreq_t *r)
 {
     return r->thr;

@@ -1,18 +1,40 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
 #include "preon/app.h"
 #include "preon/reply.h"
 
 const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
     [PREON_STMT_FRUITS_ALL] = {"fruits_all", "SELECT id, name FROM fruits ORDER BY id", 0},
     [PREON_STMT_FRUIT_BY_ID] = {"fruit_by_id", "SELECT id, name FROM fruits WHERE id = $1", 1},
+    [PREON_STMT_WORLD_BY_ID] = {"world_by_id", "SELECT id, randomNumber FROM World WHERE id = $1", 1},
+    [PREON_STMT_WORLD_ALL] = {"world_all", "SELECT id, randomNumber FROM World", 0},
+    /* One statement per request, rows locked in id order (the caller sorts): no deadlocks between requests. */
+    [PREON_STMT_WORLD_UPDATE] = {"world_update",
+                                 "UPDATE World AS w SET randomNumber = v.r FROM unnest($1::int[], $2::int[]) AS v(id, r) "
+                                 "WHERE w.id = v.id",
+                                 2},
+    [PREON_STMT_FORTUNES] = {"fortunes", "SELECT id, message FROM Fortune", 0},
 };
 
 const preon_route_t preon_routes[] = {
     {"/hello", PREON_M_GET, preon_hello_get},
     {"/fruits", PREON_M_GET, preon_fruits_list},
     {"/fruits/{id}", PREON_M_GET, preon_fruits_get},
+    {"/plaintext", PREON_M_GET, preon_tfb_plaintext},
+    {"/json", PREON_M_GET, preon_tfb_json},
+    {"/db", PREON_M_GET, preon_tfb_db},
+    {"/queries", PREON_M_GET, preon_tfb_queries},
+    {"/updates", PREON_M_GET, preon_tfb_updates},
+    {"/cached-queries", PREON_M_GET, preon_tfb_cached_queries},
+    {"/fortunes", PREON_M_GET, preon_tfb_fortunes},
 };
 const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
+
+void preon_app_thread_dispose(preon_thread_t *thr)
+{
+    free(thr->world_cache);
+    thr->world_cache = NULL;
+}
 
 int preon_app_handle(preon_thread_t *thr, h2o_req_t *req)
 {

@@ -49,12 +49,41 @@ static void test_length_is_respected(void **state)
     assert_int_equal(v, 12);
 }
 
+static int clamped(const char *qs)
+{
+    return preon_query_int_clamped(qs, strlen(qs), "queries", 1, 500);
+}
+
+static void test_query_count_clamping(void **state)
+{
+    (void)state;
+    assert_int_equal(clamped(""), 1);
+    assert_int_equal(clamped("queries"), 1);
+    assert_int_equal(clamped("queries="), 1);
+    assert_int_equal(clamped("queries=foo"), 1);
+    assert_int_equal(clamped("queries=0"), 1);
+    assert_int_equal(clamped("queries=1"), 1);
+    assert_int_equal(clamped("queries=20"), 20);
+    assert_int_equal(clamped("queries=500"), 500);
+    assert_int_equal(clamped("queries=501"), 500);
+    assert_int_equal(clamped("queries=-1"), 1);
+    assert_int_equal(clamped("queries=-"), 1);
+    assert_int_equal(clamped("queries=20abc"), 1);
+    assert_int_equal(clamped("queries=99999999999999999999999"), 500);
+    assert_int_equal(clamped("a=1&queries=7&queries=9"), 7);
+    assert_int_equal(clamped("xqueries=7"), 1);
+    assert_int_equal(clamped("queriesx=7"), 1);
+    /* only the given length is read */
+    assert_int_equal(preon_query_int_clamped("queries=12", 9, "queries", 1, 500), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_length_is_respected),
+        cmocka_unit_test(test_query_count_clamping),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_SINK_H
+#define PREON_SINK_H
+
+#include <h2o.h>
+
+/**
+ * A byte buffer that grows in a memory pool (a request's), for building response bodies: nothing to free, the
+ * pool reclaims every block at the end of the request. Growing doubles the block and copies.
+ */
+typedef struct st_preon_sink_t {
+    h2o_mem_pool_t *pool;
+    char *buf;
+    size_t len, cap;
+} preon_sink_t;
+
+/** Starts an empty sink with `cap` bytes reserved from `pool`. */
+void preon_sink_init(preon_sink_t *s, h2o_mem_pool_t *pool, size_t cap);
+
+/** Appends `len` bytes. */
+void preon_sink_append(preon_sink_t *s, const char *data, size_t len);
+
+/** Appends `len` bytes of text with & < > " ' replaced by their HTML entities. */
+void preon_sink_append_html(preon_sink_t *s, const char *text, size_t len);
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_TEMPLATE_H
+#define PREON_TEMPLATE_H
+
+#include <h2o.h>
+#include "preon/sink.h"
+
+/*
+ * A small logic-less template language, a subset of mustache:
+ *   {{name}}                 the value of `name`, HTML-escaped
+ *   {{{name}}}               the value of `name`, as is
+ *   {{#list}} ... {{/list}}  the inside once per item of `list`; names inside refer to the item's fields
+ * Sections do not nest. A template is compiled once (at start-up) and is then read-only: any thread may render it.
+ */
+typedef struct st_preon_template_t preon_template_t;
+
+/** Where a render gets its values from. */
+typedef struct st_preon_template_data_t {
+    /** Items in section `name`. */
+    size_t (*count)(void *ctx, const char *name);
+    /** The text of `name`; `item` is the section's item, or SIZE_MAX outside sections. Borrowed until the render ends. */
+    h2o_iovec_t (*value)(void *ctx, const char *name, size_t item);
+} preon_template_data_t;
+
+/**
+ * Compiles `len` bytes of `text` (copied). Returns a new template, or NULL with "line L: why" in `err` (unclosed
+ * tag, unbalanced or nested section, empty name).
+ */
+preon_template_t *preon_template_compile(const char *text, size_t len, char *err, size_t errlen);
+
+/** Frees a template. Accepts NULL. */
+void preon_template_destroy(preon_template_t *t);
+
+/** Renders `t` with `data`/`ctx` onto `out`. */
+void preon_template_render(const preon_template_t *t, const preon_template_data_t *data, void *ctx, preon_sink_t *out);
+
+#endif

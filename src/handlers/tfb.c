@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+#include "preon/app.h"
+#include "preon/json.h"
+#include "preon/params.h"
+#include "preon/reply.h"
+
+/*
+ * TechEmpower's test types, as its verifier demands them: /plaintext, /json, /db, /queries, /updates and
+ * /cached-queries (/fortunes is in fortunes.c). JSON is built and serialized per request with jansson.
+ */
+
+#define MAX_QUERIES 500
+
+static h2o_iovec_t query_string(h2o_req_t *req)
+{
+    if (req->query_at == SIZE_MAX)
+        return h2o_iovec_init("", 0);
+    return h2o_iovec_init(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1);
+}
+
+static int count_param(h2o_req_t *req, const char *name)
+{
+    h2o_iovec_t qs = query_string(req);
+    return preon_query_int_clamped(qs.base, qs.len, name, 1, MAX_QUERIES);
+}
+
+int preon_tfb_plaintext(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    (void)thr, (void)param;
+    preon_reply_text(req, 200, H2O_STRLIT("text/plain"), H2O_STRLIT("Hello, World!"));
+    return 0;
+}
+
+int preon_tfb_json(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    (void)thr, (void)param;
+    json_t *o = json_object();
+    json_object_set_new(o, "message", json_string("Hello, World!"));
+    preon_reply_json(req, 200, o);
+    json_decref(o);
+    return 0;
+}
+
+/* The rows of /db, /queries and /updates: ids chosen up front, numbers as read (then as written). */
+typedef struct {
+    int n;
+    int single; /* /db answers an object, the others an array */
+    int32_t id[MAX_QUERIES];
+    int32_t number[MAX_QUERIES];
+} worlds_t;
+
+static void on_world(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
+{
+    worlds_t *w = preon_dbreq_data(r);
+    size_t len;
+    if (preon_db_result_rows(res) != 1) {
+        preon_dbreq_fail(r, 502, "World row missing");
+        return;
+    }
+    w->number[index] = (int32_t)strtol(preon_db_result_value(res, 0, 1, &len), NULL, 10);
+}
+
+static void reply_worlds(h2o_req_t *req, const worlds_t *w)
+{
+    json_t *body;
+    if (w->single) {
+        body = preon_json_world(w->id[0], w->number[0]);
+    } else {
+        body = json_array();
+        for (int i = 0; i < w->n; i++)
+            json_array_append_new(body, preon_json_world(w->id[i], w->number[i]));
+    }
+    preon_reply_json(req, 200, body);
+    json_decref(body);
+}
+
+static void on_worlds_done(preon_dbreq_t *r, h2o_req_t *req)
+{
+    reply_worlds(req, preon_dbreq_data(r));
+}
+
+static const preon_dbreq_ops_t worlds_ops = {on_world, on_worlds_done, NULL};
+
+/* Queries n random World rows, each by its own statement, all in one pipeline write. */
+static void read_worlds(preon_thread_t *thr, h2o_req_t *req, int n, int single, const preon_dbreq_ops_t *ops)
+{
+    preon_dbreq_t *r = preon_dbreq_create(req, (size_t)n, sizeof(worlds_t), ops);
+    worlds_t *w = preon_dbreq_data(r);
+    w->n = n;
+    w->single = single;
+    for (int i = 0; i < n; i++) {
+        char text[16];
+        const char *params[] = {text};
+        w->id[i] = (int32_t)preon_rand_range(&thr->rand, PREON_WORLD_ROWS);
+        snprintf(text, sizeof(text), "%d", (int)w->id[i]);
+        preon_dbreq_set(r, (size_t)i, PREON_STMT_WORLD_BY_ID, 0, 1, params);
+    }
+    preon_dbreq_run(r);
+}
+
+int preon_tfb_db(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    (void)param;
+    read_worlds(thr, req, 1, 1, &worlds_ops);
+    return 0;
+}
+
+int preon_tfb_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    (void)param;
+    read_worlds(thr, req, count_param(req, "queries"), 0, &worlds_ops);
+    return 0;
+}
+
+/* /updates, second step: the write. Nothing to read from its result; the answer is what was written. */
+static void on_written(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
+{
+    (void)r, (void)index, (void)res;
+}
+
+static const preon_dbreq_ops_t write_ops = {on_written, on_worlds_done, NULL};
+
+static int by_id(const void *a, const void *b)
+{
+    return *(const int32_t *)a - *(const int32_t *)b;
+}
+
+/* Appends "{a,b,c}" (an int[] literal) of `n` values to `buf`. */
+static void int_array(char *buf, size_t cap, const int32_t *v, int n, int stride)
+{
+    size_t len = 0;
+    buf[len++] = '{';
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", (int)v[i * stride]);
+    snprintf(buf + len, cap - len, "}");
+}
+
+/* /updates, first step done: every row was read. Give each a new number and write them all in one statement. */
+static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
+{
+    worlds_t *w = preon_dbreq_data(r);
+    preon_thread_t *thr = preon_dbreq_thread(r);
+    /* Pairs (id, number) sorted by id, duplicates folded: rows are locked in one global order, and an id drawn
+     * twice gets one new number, the same in the database and in every place of the answer. */
+    int32_t pairs[MAX_QUERIES][2];
+    int n = 0;
+    for (int i = 0; i < w->n; i++)
+        pairs[i][0] = w->id[i];
+    qsort(pairs, (size_t)w->n, sizeof(pairs[0]), by_id);
+    for (int i = 0; i < w->n; i++) {
+        if (n != 0 && pairs[n - 1][0] == pairs[i][0])
+            continue;
+        pairs[n][0] = pairs[i][0];
+        pairs[n][1] = (int32_t)preon_rand_range(&thr->rand, PREON_WORLD_ROWS);
+        n++;
+    }
+    for (int i = 0; i < w->n; i++) {
+        int32_t *hit = bsearch(&w->id[i], pairs, (size_t)n, sizeof(pairs[0]), by_id);
+        w->number[i] = hit[1];
+    }
+    char ids[MAX_QUERIES * 7 + 3], numbers[MAX_QUERIES * 7 + 3];
+    int_array(ids, sizeof(ids), &pairs[0][0], n, 2);
+    int_array(numbers, sizeof(numbers), &pairs[0][1], n, 2);
+    const char *params[] = {ids, numbers};
+
+    preon_dbreq_t *wr = preon_dbreq_create(req, 1, sizeof(worlds_t), &write_ops);
+    memcpy(preon_dbreq_data(wr), w, sizeof(*w));
+    preon_dbreq_set(wr, 0, PREON_STMT_WORLD_UPDATE, PREON_DB_WRITE, 2, params);
+    preon_dbreq_run(wr);
+}
+
+static const preon_dbreq_ops_t update_ops = {on_world, on_read_for_update, NULL};
+
+int preon_tfb_updates(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    (void)param;
+    read_worlds(thr, req, count_param(req, "queries"), 0, &update_ops);
+    return 0;
+}
+
+/* /cached-queries: rows from a per-thread copy of World, loaded from the database on the thread's first use. */
+static void reply_cached(preon_thread_t *thr, h2o_req_t *req)
+{
+    int n = count_param(req, "count");
+    json_t *body = json_array();
+    for (int i = 0; i < n; i++) {
+        uint32_t id = preon_rand_range(&thr->rand, PREON_WORLD_ROWS);
+        json_array_append_new(body, preon_json_world(id, thr->world_cache[id]));
+    }
+    preon_reply_json(req, 200, body);
+    json_decref(body);
+}
+
+static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
+{
+    preon_thread_t *thr = preon_dbreq_thread(r);
+    int rows = preon_db_result_rows(res);
+    (void)index;
+    if (thr->world_cache != NULL) /* another request filled it meanwhile */
+        return;
+    int32_t *cache = calloc(PREON_WORLD_ROWS + 1, sizeof(*cache));
+    if (cache == NULL)
+        abort();
+    for (int i = 0; i < rows; i++) {
+        size_t len;
+        long id = strtol(preon_db_result_value(res, i, 0, &len), NULL, 10);
+        if (id >= 1 && id <= PREON_WORLD_ROWS)
+            cache[id] = (int32_t)strtol(preon_db_result_value(res, i, 1, &len), NULL, 10);
+    }
+    thr->world_cache = cache;
+}
+
+static void on_world_table_done(preon_dbreq_t *r, h2o_req_t *req)
+{
+    reply_cached(preon_dbreq_thread(r), req);
+}
+
+static const preon_dbreq_ops_t cache_ops = {on_world_table, on_world_table_done, NULL};
+
+int preon_tfb_cached_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    (void)param;
+    if (thr->world_cache != NULL) {
+        reply_cached(thr, req);
+        return 0;
+    }
+    preon_dbreq_t *r = preon_dbreq_create(req, 1, 0, &cache_ops);
+    preon_dbreq_set(r, 0, PREON_STMT_WORLD_ALL, 0, 0, NULL);
+    preon_dbreq_run(r);
+    return 0;
+}
