@@ -15,40 +15,16 @@ is bounded by --duration.
 import argparse
 import json
 import os
-import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-PG_SH = os.path.join(REPO, "scripts", "pg.sh")
+from benchlib import REPO, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
+
 PEERS = os.path.join(os.path.dirname(REPO), "shared", "peers")
 GO_PACKAGES = ["golang-go", "golang-github-gin-gonic-gin-dev", "golang-github-jackc-pgx-v4-dev", "golang-github-lib-pq-dev"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def log(msg):
-    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
-
-
-def get(url, timeout=2):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status
-    except Exception:  # noqa: BLE001 - any failure means "not yet"
-        return None
 
 
 def rss_kb(pid, field="VmRSS"):
@@ -69,74 +45,67 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class Target:
-    def __init__(self, name, argv, env, port, db_path="/fruits", binary=None):
-        self.name, self.argv, self.env, self.port, self.db_path, self.binary = name, argv, env, port, db_path, binary
-        self.proc = None
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def start(self):
-        """Starts the service; returns (seconds to first 200 on /hello, seconds to first 200 on the DB path)."""
-        t0 = time.monotonic()
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
-        first_hello = first_db = None
-        deadline = t0 + 60
-        while time.monotonic() < deadline and (first_hello is None or first_db is None):
-            if self.proc.poll() is not None:
-                raise RuntimeError("%s exited with %d at start" % (self.name, self.proc.returncode))
-            if first_hello is None and get(self.url + "/hello", 0.5) == 200:
-                first_hello = time.monotonic() - t0
-            if first_hello is not None and get(self.url + self.db_path, 0.5) == 200:
-                first_db = time.monotonic() - t0
-        if first_db is None:
-            raise RuntimeError("%s did not become ready" % self.name)
-        return first_hello, first_db
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-
-WRK_RE = {
-    "rps": re.compile(r"Requests/sec:\s+([\d.]+)"),
-    "p50": re.compile(r"^\s+50%\s+([\d.]+)(us|ms|s)\s*$", re.M),
-    "p75": re.compile(r"^\s+75%\s+([\d.]+)(us|ms|s)\s*$", re.M),
-    "p90": re.compile(r"^\s+90%\s+([\d.]+)(us|ms|s)\s*$", re.M),
-    "p99": re.compile(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", re.M),
-}
-SCALE_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
-
-
-def wrk(url, conns, duration, threads=2):
-    out = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % duration, "--latency", url],
-                         capture_output=True, text=True, timeout=duration + 60).stdout
-    res = {"rps": float(WRK_RE["rps"].search(out).group(1))}
-    for k in ("p50", "p75", "p90", "p99"):
-        m = WRK_RE[k].search(out)
-        res[k] = float(m.group(1)) * SCALE_MS[m.group(2)] if m else None
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    res["non2xx"] = int(m.group(1)) if m else 0
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    res["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
-    return res
-
-
 def stripped_size(path):
     tmp = tempfile.mktemp()
     subprocess.run(["strip", "-o", tmp, path], check=True)
     size = os.path.getsize(tmp)
     os.unlink(tmp)
     return size
+
+
+def make_targets(args, preon_bin, pgport):
+    port = free_port()
+    targets = [Target("preon", [preon_bin], preon_env(pgport, port, args.sync), port, binary=preon_bin)]
+    if "go-gin" in args.peer:
+        port = free_port()
+        genv = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres",
+                    GIN_MODE="release", PORT=str(port))
+        run_sh = os.path.join(PEERS, "go-gin", "run.sh")
+        # run.sh builds the binary, then execs it: one untimed start builds it, the timed ones exec it directly
+        warm = Target("go-gin", ["bash", run_sh], genv, port)
+        log("building and warming up go-gin")
+        warm.start()
+        warm.stop()
+        gobin = os.path.join(os.environ.get("TMPDIR", "/tmp"), "preon-peers", "go-gin", "go-gin")
+        targets.append(Target("go-gin", [gobin], genv, port, binary=gobin))
+    return targets
+
+
+def measure(args, targets, conns):
+    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "args": vars(args), "targets": {}}
+    for t in targets:
+        r = results["targets"].setdefault(t.name, {"runs": {}})
+        starts = []
+        for i in range(args.starts):
+            starts.append(t.start())
+            if i != args.starts - 1:
+                t.stop()
+        r["start_hello_ms"] = statistics.median(s[0] for s in starts) * 1000
+        r["start_db_ms"] = statistics.median(s[1] for s in starts) * 1000
+        time.sleep(1)
+        r["idle_rss_kb"] = rss_kb(t.proc.pid)
+        r["threads"] = threads_of(t.proc.pid)
+        r["binary_bytes"] = os.path.getsize(t.binary)
+        r["stripped_bytes"] = stripped_size(t.binary)
+        log("%s: start %.1f ms (/hello), %.1f ms (db); idle RSS %d kB" % (t.name, r["start_hello_ms"], r["start_db_ms"],
+                                                                       r["idle_rss_kb"]))
+    total = args.rounds * len(conns) * 2 * len(targets)
+    done = 0
+    for rnd in range(args.rounds):
+        order = targets if rnd % 2 == 0 else list(reversed(targets))
+        for c in conns:
+            for path in ("/hello", "/fruits"):
+                for t in order:
+                    cpu0 = cpu_seconds(t.proc.pid)
+                    res = wrk(t.url + (path if path == "/hello" else t.db_path), c, args.duration)
+                    res["cpu_s"] = cpu_seconds(t.proc.pid) - cpu0
+                    results["targets"][t.name]["runs"].setdefault("%s c%d" % (path, c), []).append(res)
+                    done += 1
+                    log("[%d/%d, ~%ds left] %s %s -c%d: %.0f req/s, p99 %s ms" % (
+                        done, total, (total - done) * args.duration, t.name, path, c, res["rps"], res["p99"]))
+    for t in targets:
+        results["targets"][t.name]["peak_rss_kb"] = rss_kb(t.proc.pid, "VmHWM")
+    return results
 
 
 def main():
@@ -154,80 +123,16 @@ def main():
         args.duration, args.rounds, args.starts = 2, 1, 2
     conns = [int(c) for c in args.conns.split(",")]
 
-    subprocess.run([os.path.join(REPO, "scripts", "deps.sh"), "bench"], check=True)
+    preon_bin = build_preon()
     if "go-gin" in args.peer and not shutil.which("go"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *GO_PACKAGES], check=True)
-    subprocess.run(["cmake", "-S", REPO, "-B", os.path.join(REPO, "build"), "-DCMAKE_BUILD_TYPE=Release"], check=True,
-                   stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", os.path.join(REPO, "build"), "-j2"], check=True, stdout=subprocess.DEVNULL)
-
-    pgdir = tempfile.mkdtemp(prefix="preon-bench-pg-")
-    os.chmod(pgdir, 0o755)
-    pgport = free_port()
-    log("PostgreSQL in %s on port %d" % (pgdir, pgport))
-    subprocess.run([PG_SH, "init", pgdir, str(pgport)], check=True)
-    targets = []
-    try:
-        env = dict(os.environ, PREON_SERVER_LISTEN="127.0.0.1", PREON_LOG_LEVEL="warn", PREON_DATABASE_SYNC=args.sync,
-                   PREON_DATABASE_URL="postgresql://postgres@127.0.0.1:%d/preon" % pgport)
-        port = free_port()
-        env["PREON_SERVER_PORT"] = str(port)
-        preon_bin = os.path.join(REPO, "build", "preon")
-        targets.append(Target("preon", [preon_bin], env, port, binary=preon_bin))
-        if "go-gin" in args.peer:
-            port = free_port()
-            genv = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres",
-                        GIN_MODE="release", PORT=str(port))
-            run_sh = os.path.join(PEERS, "go-gin", "run.sh")
-            # run.sh builds the binary, then execs it: one untimed start builds it, the timed ones exec it directly
-            warm = Target("go-gin", ["bash", run_sh], genv, port)
-            log("building and warming up go-gin")
-            warm.start()
-            warm.stop()
-            gobin = os.path.join(os.environ.get("TMPDIR", "/tmp"), "preon-peers", "go-gin", "go-gin")
-            targets.append(Target("go-gin", [gobin], genv, port, binary=gobin))
-
-        results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "args": vars(args), "targets": {}}
-        for t in targets:
-            r = results["targets"].setdefault(t.name, {"runs": {}})
-            starts = []
-            for i in range(args.starts):
-                starts.append(t.start())
-                if i != args.starts - 1:
-                    t.stop()
-            r["start_hello_ms"] = statistics.median(s[0] for s in starts) * 1000
-            r["start_db_ms"] = statistics.median(s[1] for s in starts) * 1000
-            time.sleep(1)
-            r["idle_rss_kb"] = rss_kb(t.proc.pid)
-            r["threads"] = threads_of(t.proc.pid)
-            r["binary_bytes"] = os.path.getsize(t.binary)
-            r["stripped_bytes"] = stripped_size(t.binary)
-            log("%s: start %.1f ms (/hello), %.1f ms (db); idle RSS %d kB" % (t.name, r["start_hello_ms"], r["start_db_ms"],
-                                                                           r["idle_rss_kb"]))
-
-        total = args.rounds * len(conns) * 2 * len(targets)
-        done = 0
-        for rnd in range(args.rounds):
-            order = targets if rnd % 2 == 0 else list(reversed(targets))
-            for c in conns:
-                for path in ("/hello", "/fruits"):
-                    for t in order:
-                        cpu0 = cpu_seconds(t.proc.pid)
-                        res = wrk(t.url + (path if path == "/hello" else t.db_path), c, args.duration)
-                        res["cpu_s"] = cpu_seconds(t.proc.pid) - cpu0
-                        results["targets"][t.name]["runs"].setdefault("%s c%d" % (path, c), []).append(res)
-                        done += 1
-                        log("[%d/%d, ~%ds left] %s %s -c%d: %.0f req/s, p99 %s ms" % (
-                            done, total, (total - done) * args.duration, t.name, path, c, res["rps"], res["p99"]))
-        for t in targets:
-            r = results["targets"][t.name]
-            r["peak_rss_kb"] = rss_kb(t.proc.pid, "VmHWM")
-            t.stop()
-    finally:
-        for t in targets:
-            t.stop()
-        subprocess.run([PG_SH, "stop", pgdir], check=False)
-        shutil.rmtree(pgdir, ignore_errors=True)
+    with private_postgres() as pgport:
+        targets = make_targets(args, preon_bin, pgport)
+        try:
+            results = measure(args, targets, conns)
+        finally:
+            for t in targets:
+                t.stop()
 
     report = render(results, targets, conns)
     print(report)

@@ -94,6 +94,10 @@ void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, 
 /** Sends the queries. If they cannot be queued, answers the request (503) and frees the dbreq at once. */
 void preon_dbreq_run(preon_dbreq_t *r);
 
+/** Creates, sets and runs a dbreq of one query with no handler data to fill in first. */
+void preon_dbreq_run_one(h2o_req_t *req, unsigned stmt, int nparams, const char *const *params, size_t datasize,
+                         const preon_dbreq_ops_t *ops);
+
 /** Called from on_result: the request will be answered `status` with `message` instead of on_done. */
 void preon_dbreq_fail(preon_dbreq_t *r, int status, const char *message);
 

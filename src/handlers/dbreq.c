@@ -171,3 +171,11 @@ void preon_dbreq_run(preon_dbreq_t *r)
     r->guard = h2o_mem_alloc_shared(&r->req->pool, sizeof(guard_t), on_guard_dispose);
     r->guard->r = r;
 }
+
+void preon_dbreq_run_one(h2o_req_t *req, unsigned stmt, int nparams, const char *const *params, size_t datasize,
+                         const preon_dbreq_ops_t *ops)
+{
+    preon_dbreq_t *r = preon_dbreq_create(req, 1, datasize, ops);
+    preon_dbreq_set(r, 0, stmt, 0, nparams, params);
+    preon_dbreq_run(r);
+}

@@ -99,8 +99,6 @@ static const preon_dbreq_ops_t ops = {on_rows, on_done, NULL};
 int preon_tfb_fortunes(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
 {
     (void)thr, (void)param;
-    preon_dbreq_t *r = preon_dbreq_create(req, 1, sizeof(fortunes_t), &ops);
-    preon_dbreq_set(r, 0, PREON_STMT_FORTUNES, 0, 0, NULL);
-    preon_dbreq_run(r);
+    preon_dbreq_run_one(req, PREON_STMT_FORTUNES, 0, NULL, sizeof(fortunes_t), &ops);
     return 0;
 }

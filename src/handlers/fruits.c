@@ -65,9 +65,7 @@ static const preon_dbreq_ops_t one_ops = {on_one, on_done, dispose};
 int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
 {
     (void)thr, (void)param;
-    preon_dbreq_t *r = preon_dbreq_create(req, 1, sizeof(fruits_data_t), &list_ops);
-    preon_dbreq_set(r, 0, PREON_STMT_FRUITS_ALL, 0, 0, NULL);
-    preon_dbreq_run(r);
+    preon_dbreq_run_one(req, PREON_STMT_FRUITS_ALL, 0, NULL, sizeof(fruits_data_t), &list_ops);
     return 0;
 }
 
@@ -86,8 +84,6 @@ int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
     char text[16];
     snprintf(text, sizeof(text), "%d", (int)id);
     const char *params[] = {text};
-    preon_dbreq_t *r = preon_dbreq_create(req, 1, sizeof(fruits_data_t), &one_ops);
-    preon_dbreq_set(r, 0, PREON_STMT_FRUIT_BY_ID, 0, 1, params);
-    preon_dbreq_run(r);
+    preon_dbreq_run_one(req, PREON_STMT_FRUIT_BY_ID, 1, params, sizeof(fruits_data_t), &one_ops);
     return 0;
 }

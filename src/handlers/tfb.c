@@ -226,8 +226,6 @@ int preon_tfb_cached_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t pa
         reply_cached(thr, req);
         return 0;
     }
-    preon_dbreq_t *r = preon_dbreq_create(req, 1, 0, &cache_ops);
-    preon_dbreq_set(r, 0, PREON_STMT_WORLD_ALL, 0, 0, NULL);
-    preon_dbreq_run(r);
+    preon_dbreq_run_one(req, PREON_STMT_WORLD_ALL, 0, NULL, 0, &cache_ops);
     return 0;
 }
