@@ -2,6 +2,7 @@
 """Shared pieces of the bench scripts: a private PostgreSQL, services under test, wrk runs and their parsing.
 All traffic goes to 127.0.0.1; every run is bounded in time."""
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -46,13 +47,14 @@ def build_preon():
 
 
 @contextlib.contextmanager
-def private_postgres():
-    """A PostgreSQL cluster in a temp folder with sql/ loaded; yields its port, removes it afterwards."""
+def private_postgres(extra_conf=""):
+    """A PostgreSQL cluster in a temp folder with sql/ loaded (`extra_conf` appended to postgresql.conf); yields
+    its port, removes it afterwards."""
     pgdir = tempfile.mkdtemp(prefix="preon-bench-pg-")
     os.chmod(pgdir, 0o755)
     port = free_port()
     log("PostgreSQL in %s on port %d" % (pgdir, port))
-    subprocess.run([PG_SH, "init", pgdir, str(port)], check=True)
+    subprocess.run([PG_SH, "init", pgdir, str(port)], check=True, env=dict(os.environ, PREON_PG_EXTRA_CONF=extra_conf))
     try:
         yield port
     finally:
@@ -128,3 +130,15 @@ def wrk(url, conns, duration, threads=2, script=None, script_args=()):
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     res["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
     return res
+
+
+def save(results, report, out=None, prefix=""):
+    """Prints the report and writes results.json and report.md to `out` (default bench/results/<prefix><time>/)."""
+    print(report)
+    out = out or os.path.join(HERE, "results", prefix + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(report)
+    log("results in %s" % out)

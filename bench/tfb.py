@@ -11,11 +11,10 @@ requests/s and p50/p99 latency; results.json and report.md go to bench/results/<
   bench/tfb.py --quick         # 2 s per run, a smoke test
 """
 import argparse
-import json
 import os
 import time
 
-from benchlib import HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
+from benchlib import save, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
 
 TESTS = [
     ("plaintext", "/plaintext", 16),
@@ -43,7 +42,8 @@ def main():
 
     preon_bin = build_preon()
     results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "args": vars(args), "runs": {}}
-    with private_postgres() as pgport:
+    # TechEmpower's own PostgreSQL runs with synchronous_commit off; so does this one, for comparable updates.
+    with private_postgres("synchronous_commit = off") as pgport:
         port = free_port()
         t = Target("preon", [preon_bin], preon_env(pgport, port, args.sync), port)
         t.start()
@@ -62,7 +62,8 @@ def main():
         finally:
             t.stop()
 
-    lines = ["Measured %s on %d CPUs: wrk -t2, %d s per run, database.sync=%s, wrk, preon and PostgreSQL on the same machine."
+    lines = ["Measured %s on %d CPUs: wrk -t2, %d s per run, database.sync=%s, wrk, preon and PostgreSQL "
+             "(synchronous_commit off, as in TFB) on the same machine."
              % (results["date"], results["cpus"], args.duration, args.sync), "",
              "| test | " + " | ".join("-c%d req/s | p50 ms | p99 ms" % c for c in conns) + " | errors |",
              "|---|" + "---|---|---|" * len(conns) + "---|"]
@@ -75,14 +76,7 @@ def main():
             errors += r["non2xx"] + r["socket_errors"]
         lines.append("| %s | %s | %d |" % (name, " | ".join(cells), errors))
     report = "\n".join(lines) + "\n"
-    print(report)
-    out = args.out or os.path.join(HERE, "results", "tfb-" + time.strftime("%Y%m%d-%H%M%S"))
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(report)
-    log("results in %s" % out)
+    save(results, report, args.out, "tfb-")
 
 
 if __name__ == "__main__":

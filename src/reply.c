@@ -65,15 +65,14 @@ void preon_reply_error(h2o_req_t *req, int status, const char *message)
     json_decref(body);
 }
 
-void preon_reply_errno(h2o_req_t *req, int err, const char *detail)
+void preon_reply_errno(h2o_req_t *req, int err)
 {
-    int status = preon_err_http_status(err);
-    if (detail == NULL || err != PREON_EDB) {
-        preon_reply_error(req, status, preon_strerror(err));
-        return;
-    }
-    /* A database error says what the database said (its primary message: no SQL text, no stack). */
-    char msg[512];
-    snprintf(msg, sizeof(msg), "%s: %s", preon_strerror(err), detail);
-    preon_reply_error(req, status, msg);
+    preon_reply_error(req, preon_err_http_status(err), preon_strerror(err));
+}
+
+void preon_reply_empty(h2o_req_t *req, int status)
+{
+    req->res.status = status;
+    req->res.reason = reason_of(status);
+    h2o_send_inline(req, "", 0);
 }

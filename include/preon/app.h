@@ -12,6 +12,9 @@
 typedef enum {
     PREON_STMT_FRUITS_ALL,
     PREON_STMT_FRUIT_BY_ID,
+    PREON_STMT_FRUIT_INSERT,
+    PREON_STMT_FRUIT_UPDATE,
+    PREON_STMT_FRUIT_DELETE,
     PREON_STMT_WORLD_BY_ID,
     PREON_STMT_WORLD_ALL,
     PREON_STMT_WORLD_UPDATE,
@@ -42,6 +45,9 @@ int preon_app_handle(preon_thread_t *thr, h2o_req_t *req);
 int preon_hello_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_fruits_create(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_fruits_update(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+int preon_fruits_delete(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 /* TechEmpower's test types */
 int preon_tfb_plaintext(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
 int preon_tfb_json(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);

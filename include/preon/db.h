@@ -37,7 +37,7 @@ typedef struct st_preon_db_statement_t {
 typedef void (*preon_db_result_cb)(preon_db_query_t *q, const preon_db_result_t *res);
 /**
  * Called once instead of on_result: `err` is PREON_EDB (the database refused the query; `detail` is its
- * message), PREON_ETIMEDOUT, PREON_ECONNLOST, PREON_ENOTCONN or PREON_ESHUTDOWN. `detail` is borrowed.
+ * message), PREON_ECONFLICT (it violated a constraint: SQLSTATE class 23), PREON_ETIMEDOUT, PREON_ECONNLOST, PREON_ENOTCONN or PREON_ESHUTDOWN. `detail` is borrowed.
  */
 typedef void (*preon_db_error_cb)(preon_db_query_t *q, int err, const char *detail);
 

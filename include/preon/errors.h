@@ -14,6 +14,7 @@
     XX(SHUTDOWN, "server is shutting down", 503)                                                                             \
     XX(CONNLOST, "database connection was lost", 502)                                                                        \
     XX(DB, "database returned an error", 502)                                                                                \
+    XX(CONFLICT, "conflicts with a database constraint", 409)                                                                \
     XX(TIMEDOUT, "database did not answer in time", 504)                                                                     \
     XX(IO, "input/output error", 500)
 

@@ -298,8 +298,12 @@ static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
         const char *msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
         if (msg == NULL)
             msg = res != NULL ? PQresultErrorMessage(res) : "no result";
-        preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, msg);
-        preon_db_pool_fail_query(c->pool, q, PREON_EDB, msg);
+        /* SQLSTATE class 23 (integrity constraint violation) is the client's conflict, not a database fault. */
+        const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        int err = state != NULL && state[0] == '2' && state[1] == '3' ? PREON_ECONFLICT : PREON_EDB;
+        if (err == PREON_EDB)
+            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, msg);
+        preon_db_pool_fail_query(c->pool, q, err, msg);
         break;
     }
     }

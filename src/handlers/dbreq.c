@@ -145,7 +145,7 @@ static void on_error(preon_db_query_t *q, int err, const char *detail)
     if (r->fail_status == 0) {
         /* A database error says what the database said (its primary message: no SQL text, no stack). */
         char msg[256];
-        if (err == PREON_EDB && detail != NULL)
+        if ((err == PREON_EDB || err == PREON_ECONFLICT) && detail != NULL)
             snprintf(msg, sizeof(msg), "%s: %s", preon_strerror(err), detail);
         else
             snprintf(msg, sizeof(msg), "%s", preon_strerror(err));
@@ -162,7 +162,7 @@ void preon_dbreq_run(preon_dbreq_t *r)
         qs[i] = &r->slots[i].q;
     int rv = preon_db_submit(r->thr->db, qs, r->n);
     if (rv != 0) {
-        preon_reply_errno(r->req, rv, NULL);
+        preon_reply_errno(r->req, rv);
         destroy(r);
         return;
     }

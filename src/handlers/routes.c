@@ -6,6 +6,9 @@
 const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
     [PREON_STMT_FRUITS_ALL] = {"fruits_all", "SELECT id, name FROM fruits ORDER BY id", 0},
     [PREON_STMT_FRUIT_BY_ID] = {"fruit_by_id", "SELECT id, name FROM fruits WHERE id = $1", 1},
+    [PREON_STMT_FRUIT_INSERT] = {"fruit_insert", "INSERT INTO fruits (name) VALUES ($1) RETURNING id, name", 1},
+    [PREON_STMT_FRUIT_UPDATE] = {"fruit_update", "UPDATE fruits SET name = $2 WHERE id = $1 RETURNING id, name", 2},
+    [PREON_STMT_FRUIT_DELETE] = {"fruit_delete", "DELETE FROM fruits WHERE id = $1", 1},
     [PREON_STMT_WORLD_BY_ID] = {"world_by_id", "SELECT id, randomNumber FROM World WHERE id = $1", 1},
     [PREON_STMT_WORLD_ALL] = {"world_all", "SELECT id, randomNumber FROM World", 0},
     /* One statement per request, rows locked in id order (the caller sorts): no deadlocks between requests. */
@@ -19,7 +22,10 @@ const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
 const preon_route_t preon_routes[] = {
     {"/hello", PREON_M_GET, preon_hello_get},
     {"/fruits", PREON_M_GET, preon_fruits_list},
+    {"/fruits", PREON_M_POST, preon_fruits_create},
     {"/fruits/{id}", PREON_M_GET, preon_fruits_get},
+    {"/fruits/{id}", PREON_M_PUT, preon_fruits_update},
+    {"/fruits/{id}", PREON_M_DELETE, preon_fruits_delete},
     {"/plaintext", PREON_M_GET, preon_tfb_plaintext},
     {"/json", PREON_M_GET, preon_tfb_json},
     {"/db", PREON_M_GET, preon_tfb_db},

@@ -72,11 +72,12 @@ class HttpTest(PreonTestCase):
             self.assertEqual(json.loads(body), {"error": "no such resource", "status": 404})
 
     def test_method_not_allowed(self):
-        for method, path in (("POST", "/hello"), ("DELETE", "/hello"), ("PUT", "/fruits"), ("DELETE", "/fruits/1"),
-                             ("PATCH", "/fruits/1"), ("OPTIONS", "/hello")):
+        for method, path, allow in (("POST", "/hello", "GET, HEAD"), ("DELETE", "/hello", "GET, HEAD"),
+                                    ("PUT", "/fruits", "GET, HEAD, POST"), ("PATCH", "/fruits/1", "GET, HEAD, PUT, DELETE"),
+                                    ("OPTIONS", "/hello", "GET, HEAD"), ("POST", "/json", "GET, HEAD")):
             status, headers, body = self.preon.request(method, path)
             self.assertEqual(status, 405, (method, path))
-            self.assertEqual(headers["allow"], "GET, HEAD")
+            self.assertEqual(headers["allow"], allow)
             self.assertEqual(json.loads(body)["status"], 405)
 
     def test_server_and_date_on_errors(self):

@@ -24,6 +24,13 @@ static void test_known_routes(void **state)
     assert_int_equal(match("GET", "/fruits/42", &m), 0);
     assert_ptr_equal(m.route->handler, preon_fruits_get);
     assert_int_equal(m.param.len, 2);
+    /* one path, a handler per method */
+    assert_int_equal(match("POST", "/fruits", &m), 0);
+    assert_ptr_equal(m.route->handler, preon_fruits_create);
+    assert_int_equal(match("PUT", "/fruits/42", &m), 0);
+    assert_ptr_equal(m.route->handler, preon_fruits_update);
+    assert_int_equal(match("DELETE", "/fruits/42", &m), 0);
+    assert_ptr_equal(m.route->handler, preon_fruits_delete);
     assert_memory_equal(m.param.base, "42", 2);
 }
 
@@ -58,10 +65,12 @@ static void test_method_not_allowed(void **state)
     assert_int_equal(match("POST", "/hello", &m), 405);
     assert_int_equal(preon_router_allow(m.allow, allow, sizeof(allow)), strlen("GET, HEAD"));
     assert_string_equal(allow, "GET, HEAD");
-    assert_int_equal(match("DELETE", "/fruits/1", &m), 405);
+    assert_int_equal(match("PATCH", "/fruits/1", &m), 405);
+    preon_router_allow(m.allow, allow, sizeof(allow));
+    assert_string_equal(allow, "GET, HEAD, PUT, DELETE");
     assert_int_equal(match("BREW", "/fruits", &m), 405);
     preon_router_allow(m.allow, allow, sizeof(allow));
-    assert_string_equal(allow, "GET, HEAD");
+    assert_string_equal(allow, "GET, HEAD, POST");
 }
 
 static void test_method_bits(void **state)

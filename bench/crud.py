@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The CRUD scenario: wrk with bench/crud.lua mixing GET /fruits/{id}, POST /fruits, GET /fruits and DELETE
+/fruits/{id} against preon on a private PostgreSQL, at 50 and 100 connections; prints requests/s and latency.
+
+  bench/crud.py [--duration 10] [--sync request|batch] [--quick]
+"""
+import argparse
+import os
+import time
+
+from benchlib import save, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--conns", default="50,100")
+    ap.add_argument("--sync", default="request")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.quick:
+        args.duration = 2
+    preon_bin = build_preon()
+    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "args": vars(args), "runs": {}}
+    with private_postgres() as pgport:
+        port = free_port()
+        t = Target("preon", [preon_bin], preon_env(pgport, port, args.sync), port)
+        t.start()
+        try:
+            for c in [int(x) for x in args.conns.split(",")]:
+                res = wrk(t.url, c, args.duration, script=os.path.join(HERE, "crud.lua"))
+                results["runs"]["crud c%d" % c] = res
+                log("crud -c%d: %.0f req/s, p50 %s ms, p99 %s ms, non-2xx %d" % (c, res["rps"], res["p50"], res["p99"],
+                                                                              res["non2xx"]))
+        finally:
+            t.stop()
+    lines = ["Measured %s on %d CPUs: wrk -t2 -s bench/crud.lua, %d s per run, database.sync=%s (PostgreSQL defaults: "
+             "synchronous_commit on)." % (results["date"], results["cpus"], args.duration, args.sync), "",
+             "| scenario | requests/s | p50 ms | p90 ms | p99 ms | non-2xx | socket errors |", "|---|---|---|---|---|---|---|"]
+    for k, r in results["runs"].items():
+        lines.append("| %s | %.0f | %.2f | %.2f | %.2f | %d | %d |" % (k, r["rps"], r["p50"], r["p90"], r["p99"], r["non2xx"],
+                                                                 r["socket_errors"]))
+    report = "\n".join(lines) + "\n"
+    save(results, report, args.out, "crud-")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+#include "preon/app.h"
+#include "preon/body.h"
+#include "preon/json.h"
+#include "preon/params.h"
+#include "preon/reply.h"
+
+/*
+ * POST /fruits, PUT /fruits/{id}, DELETE /fruits/{id}: the CRUD API of Quarkus's reactive SQL client
+ * quickstart. Each write is one prepared statement behind its own Sync (its own implicit transaction); a
+ * constraint violation comes back as 409 (dbreq maps SQLSTATE class 23).
+ */
+
+typedef struct {
+    json_t *row; /* RETURNING id, name; NULL if no row was touched */
+    long affected;
+} write_data_t;
+
+static void on_written(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
+{
+    write_data_t *d = preon_dbreq_data(r);
+    (void)index;
+    d->affected = preon_db_result_affected(res);
+    if (preon_db_result_rows(res) == 1) {
+        size_t idlen, namelen;
+        const char *id = preon_db_result_value(res, 0, 0, &idlen);
+        const char *name = preon_db_result_value(res, 0, 1, &namelen);
+        if ((d->row = preon_json_fruit(strtoll(id, NULL, 10), name != NULL ? name : "", namelen)) == NULL)
+            preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
+    }
+}
+
+static void dispose(preon_dbreq_t *r)
+{
+    json_decref(((write_data_t *)preon_dbreq_data(r))->row);
+}
+
+static void on_created(preon_dbreq_t *r, h2o_req_t *req)
+{
+    write_data_t *d = preon_dbreq_data(r);
+    char location[64];
+    int n = snprintf(location, sizeof(location), "/fruits/%lld", json_integer_value(json_object_get(d->row, "id")));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LOCATION, NULL, h2o_strdup(&req->pool, location, n).base, n);
+    preon_reply_json(req, 201, d->row);
+}
+
+static void on_updated(preon_dbreq_t *r, h2o_req_t *req)
+{
+    write_data_t *d = preon_dbreq_data(r);
+    if (d->row == NULL)
+        preon_reply_error(req, 404, "no fruit with that id");
+    else
+        preon_reply_json(req, 200, d->row);
+}
+
+static void on_deleted(preon_dbreq_t *r, h2o_req_t *req)
+{
+    write_data_t *d = preon_dbreq_data(r);
+    if (d->affected == 0)
+        preon_reply_error(req, 404, "no fruit with that id");
+    else
+        preon_reply_empty(req, 204);
+}
+
+static const preon_dbreq_ops_t create_ops = {on_written, on_created, dispose};
+static const preon_dbreq_ops_t update_ops = {on_written, on_updated, dispose};
+static const preon_dbreq_ops_t delete_ops = {on_written, on_deleted, dispose};
+
+/* Checks Content-Type and body; answers 415/400 itself and returns NULL, or returns the parsed document. */
+static json_t *read_body(h2o_req_t *req, const char **name, size_t *name_len)
+{
+    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    if (ct == -1 || !preon_is_json_media_type(req->headers.entries[ct].value.base, req->headers.entries[ct].value.len)) {
+        preon_reply_error(req, 415, "Content-Type must be application/json");
+        return NULL;
+    }
+    json_t *doc;
+    char why[256];
+    if (preon_fruit_body_parse(req->entity.base, req->entity.len, &doc, name, name_len, why, sizeof(why)) != 0) {
+        preon_reply_error(req, 400, why);
+        return NULL;
+    }
+    return doc;
+}
+
+/* Parses the {id} segment; answers 400 itself and returns 0 when it is not a positive 32-bit integer. */
+static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
+{
+    int32_t id;
+    const char *why;
+    if (preon_parse_id(param.base, param.len, &id, &why) != 0) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "parameter 'id' %s", why);
+        preon_reply_error(req, 400, msg);
+        return 0;
+    }
+    snprintf(text, len, "%d", (int)id);
+    return 1;
+}
+
+static void run_write(h2o_req_t *req, unsigned stmt, int nparams, const char *const *params, const preon_dbreq_ops_t *ops)
+{
+    preon_dbreq_t *r = preon_dbreq_create(req, 1, sizeof(write_data_t), ops);
+    preon_dbreq_set(r, 0, stmt, PREON_DB_WRITE, nparams, params);
+    preon_dbreq_run(r);
+}
+
+int preon_fruits_create(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    const char *name;
+    size_t name_len;
+    (void)thr, (void)param;
+    json_t *doc = read_body(req, &name, &name_len);
+    if (doc == NULL)
+        return 0;
+    const char *params[] = {name};
+    run_write(req, PREON_STMT_FRUIT_INSERT, 1, params, &create_ops); /* copies the name */
+    json_decref(doc);
+    return 0;
+}
+
+int preon_fruits_update(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    char id[16];
+    const char *name;
+    size_t name_len;
+    (void)thr;
+    if (!read_id(req, param, id, sizeof(id)))
+        return 0;
+    json_t *doc = read_body(req, &name, &name_len);
+    if (doc == NULL)
+        return 0;
+    const char *params[] = {id, name};
+    run_write(req, PREON_STMT_FRUIT_UPDATE, 2, params, &update_ops);
+    json_decref(doc);
+    return 0;
+}
+
+int preon_fruits_delete(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    char id[16];
+    (void)thr;
+    if (!read_id(req, param, id, sizeof(id)))
+        return 0;
+    const char *params[] = {id};
+    run_write(req, PREON_STMT_FRUIT_DELETE, 1, params, &delete_ops);
+    return 0;
+}
