@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include "preon/app.h"
+#include "preon/body.h"
 #include "preon/json.h"
 #include "preon/params.h"
 #include "preon/reply.h"
 
-/* What a fruits query leaves for on_done: the JSON built from its rows (owned; freed by dispose). */
+/* What a fruits query leaves for on_done: the JSON built from its rows (owned; freed by dispose), and for
+ * writes, how many rows the statement touched. */
 typedef struct {
     json_t *body;
+    long affected;
 } fruits_data_t;
 
 /* Builds the JSON object of result row `row` (id, name); NULL if the name is not valid UTF-8. */
@@ -58,6 +61,21 @@ static void on_one(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
         preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
 }
 
+/* Parses the {id} segment; answers 400 itself and returns 0 when it is not a positive 32-bit integer. */
+static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
+{
+    int32_t id;
+    const char *why;
+    if (preon_parse_id(param.base, param.len, &id, &why) != 0) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "parameter 'id' %s", why);
+        preon_reply_error(req, 400, msg);
+        return 0;
+    }
+    snprintf(text, len, "%d", (int)id);
+    return 1;
+}
+
 static const preon_dbreq_ops_t list_ops = {on_list, on_done, dispose};
 static const preon_dbreq_ops_t one_ops = {on_one, on_done, dispose};
 
@@ -72,18 +90,112 @@ int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
 /* GET /fruits/{id}: one row, 404 if none, 400 if id is not a positive 32-bit integer. */
 int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
 {
-    (void)thr;
-    int32_t id;
-    const char *why;
-    if (preon_parse_id(param.base, param.len, &id, &why) != 0) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "parameter 'id' %s", why);
-        preon_reply_error(req, 400, msg);
-        return 0;
-    }
     char text[16];
-    snprintf(text, sizeof(text), "%d", (int)id);
+    (void)thr;
+    if (!read_id(req, param, text, sizeof(text)))
+        return 0;
     const char *params[] = {text};
     preon_dbreq_run_one(req, PREON_STMT_FRUIT_BY_ID, 1, params, sizeof(fruits_data_t), &one_ops);
+    return 0;
+}
+
+/*
+ * POST /fruits, PUT /fruits/{id}, DELETE /fruits/{id}: the CRUD API of Quarkus's reactive SQL client
+ * quickstart. Each write is one prepared statement behind its own Sync (its own implicit transaction); a
+ * constraint violation comes back as 409 (dbreq maps SQLSTATE class 23).
+ */
+
+static void on_written(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
+{
+    fruits_data_t *d = preon_dbreq_data(r);
+    d->affected = preon_db_result_affected(res);
+    on_one(r, index, res); /* RETURNING id, name */
+}
+
+static void on_created(preon_dbreq_t *r, h2o_req_t *req)
+{
+    fruits_data_t *d = preon_dbreq_data(r);
+    char location[64];
+    int n = snprintf(location, sizeof(location), "/fruits/%lld", json_integer_value(json_object_get(d->body, "id")));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LOCATION, NULL, h2o_strdup(&req->pool, location, n).base, n);
+    preon_reply_json(req, 201, d->body);
+}
+
+static void on_deleted(preon_dbreq_t *r, h2o_req_t *req)
+{
+    fruits_data_t *d = preon_dbreq_data(r);
+    if (d->affected == 0)
+        preon_reply_error(req, 404, "no fruit with that id");
+    else
+        preon_reply_empty(req, 204);
+}
+
+static const preon_dbreq_ops_t create_ops = {on_written, on_created, dispose};
+static const preon_dbreq_ops_t update_ops = {on_written, on_done, dispose};
+static const preon_dbreq_ops_t delete_ops = {on_written, on_deleted, dispose};
+
+/* Checks Content-Type and body; answers 415/400 itself and returns NULL, or returns the parsed document. */
+static json_t *read_body(h2o_req_t *req, const char **name, size_t *name_len)
+{
+    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    if (ct == -1 || !preon_is_json_media_type(req->headers.entries[ct].value.base, req->headers.entries[ct].value.len)) {
+        preon_reply_error(req, 415, "Content-Type must be application/json");
+        return NULL;
+    }
+    json_t *doc;
+    char why[256];
+    if (preon_fruit_body_parse(req->entity.base, req->entity.len, &doc, name, name_len, why, sizeof(why)) != 0) {
+        preon_reply_error(req, 400, why);
+        return NULL;
+    }
+    return doc;
+}
+
+static void run_write(h2o_req_t *req, unsigned stmt, int nparams, const char *const *params, const preon_dbreq_ops_t *ops)
+{
+    preon_dbreq_t *r = preon_dbreq_create(req, 1, sizeof(fruits_data_t), ops);
+    preon_dbreq_set(r, 0, stmt, PREON_DB_WRITE, nparams, params);
+    preon_dbreq_run(r);
+}
+
+int preon_fruits_create(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    const char *name;
+    size_t name_len;
+    (void)thr, (void)param;
+    json_t *doc = read_body(req, &name, &name_len);
+    if (doc == NULL)
+        return 0;
+    const char *params[] = {name};
+    run_write(req, PREON_STMT_FRUIT_INSERT, 1, params, &create_ops); /* copies the name */
+    json_decref(doc);
+    return 0;
+}
+
+int preon_fruits_update(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    char id[16];
+    const char *name;
+    size_t name_len;
+    (void)thr;
+    if (!read_id(req, param, id, sizeof(id)))
+        return 0;
+    json_t *doc = read_body(req, &name, &name_len);
+    if (doc == NULL)
+        return 0;
+    const char *params[] = {id, name};
+    run_write(req, PREON_STMT_FRUIT_UPDATE, 2, params, &update_ops);
+    json_decref(doc);
+    return 0;
+}
+
+int preon_fruits_delete(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+{
+    char id[16];
+    (void)thr;
+    if (!read_id(req, param, id, sizeof(id)))
+        return 0;
+    const char *params[] = {id};
+    run_write(req, PREON_STMT_FRUIT_DELETE, 1, params, &delete_ops);
     return 0;
 }

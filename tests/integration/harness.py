@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -160,6 +161,24 @@ class PreonTestCase(unittest.TestCase):
                 raise AssertionError("preon exited with %s after SIGTERM:\n%s" % (rc, cls.preon.output()))
         finally:
             cls.preon.cleanup()
+
+
+def parallel(fn, n):
+    """Runs fn(0) .. fn(n-1) on n threads at once; returns the exceptions they raised, as strings."""
+    errors = []
+
+    def run(i):
+        try:
+            fn(i)
+        except Exception as e:  # noqa: BLE001 - handed back to the test, which asserts there are none
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
 
 
 def read_response(f):

@@ -5,7 +5,7 @@ import json
 import socket
 import threading
 
-from harness import PreonTestCase, main, psql, read_response, require_env
+from harness import PreonTestCase, main, parallel, psql, read_response, require_env
 
 
 def expected_list():
@@ -18,34 +18,26 @@ class ConcurrencyTest(PreonTestCase):
     def test_200_concurrent_keep_alive(self):
         expected = expected_list()
         ids = [int(x) for x in psql("SELECT id FROM fruits ORDER BY id").split()]
-        results, errors = [], []
+        results = []
         barrier = threading.Barrier(50)
 
         def client(n):
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.preon.port, timeout=20)
-                barrier.wait()
-                for i in range(4):  # 50 connections x 4 keep-alive requests = 200
-                    # alternate the list and single rows, so that answers of different shapes interleave
-                    if (n + i) % 2 == 0:
-                        conn.request("GET", "/fruits")
-                        r = conn.getresponse()
-                        results.append(("list", r.status, json.loads(r.read()), None))
-                    else:
-                        fid = ids[(n + i) % len(ids)]
-                        conn.request("GET", "/fruits/%d" % fid)
-                        r = conn.getresponse()
-                        results.append(("one", r.status, json.loads(r.read()), fid))
-                conn.close()
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(repr(e))
+            conn = http.client.HTTPConnection("127.0.0.1", self.preon.port, timeout=20)
+            barrier.wait()
+            for i in range(4):  # 50 connections x 4 keep-alive requests = 200
+                # alternate the list and single rows, so that answers of different shapes interleave
+                if (n + i) % 2 == 0:
+                    conn.request("GET", "/fruits")
+                    r = conn.getresponse()
+                    results.append(("list", r.status, json.loads(r.read()), None))
+                else:
+                    fid = ids[(n + i) % len(ids)]
+                    conn.request("GET", "/fruits/%d" % fid)
+                    r = conn.getresponse()
+                    results.append(("one", r.status, json.loads(r.read()), fid))
+            conn.close()
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(50)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        self.assertEqual(errors, [])
+        self.assertEqual(parallel(client, 50), [])
         self.assertEqual(len(results), 200)
         for kind, status, body, fid in results:
             self.assertEqual(status, 200)
@@ -86,11 +78,7 @@ class QueueBoundTest(PreonTestCase):
                     with lock:
                         statuses.append((status, headers.get("retry-after"), data))
 
-        threads = [threading.Thread(target=burst) for _ in range(10)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        self.assertEqual(parallel(lambda n: burst(), 10), [])
         self.assertEqual(len(statuses), 200)
         codes = {s for s, _, _ in statuses}
         self.assertTrue(codes <= {200, 503}, codes)

@@ -5,7 +5,7 @@ import socket
 import threading
 import uuid
 
-from harness import PreonTestCase, main, psql, read_response
+from harness import PreonTestCase, main, parallel, psql, read_response
 
 JSON = {"Content-Type": "application/json"}
 
@@ -155,11 +155,7 @@ class CrudTest(PreonTestCase):
                     with lock:
                         results.append((m, b, status, body))
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(12)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        self.assertEqual(parallel(client, 12), [])
         self.assertEqual(len(results), 60)
         for method, body, status, resp in results:
             if method == "GET":
@@ -175,24 +171,16 @@ class CrudTest(PreonTestCase):
         self.assertTrue(deleted)
 
     def test_200_concurrent_posts(self):
-        ids, errors, lock = [], [], threading.Lock()
+        ids, lock = [], threading.Lock()
         tag = "Concurrent %s" % uuid.uuid4().hex[:8]
 
         def client(n):
-            try:
-                for i in range(10):
-                    status, _, body = self.send("POST", "/fruits", {"name": "%s %d-%d" % (tag, n, i)})
-                    with lock:
-                        ids.append((status, body["id"], body["name"]))
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(repr(e))
+            for i in range(10):
+                status, _, body = self.send("POST", "/fruits", {"name": "%s %d-%d" % (tag, n, i)})
+                with lock:
+                    ids.append((status, body["id"], body["name"]))
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(20)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        self.assertEqual(errors, [])
+        self.assertEqual(parallel(client, 20), [])
         self.assertEqual(len(ids), 200)
         self.assertTrue(all(s == 201 for s, _, _ in ids))
         self.assertEqual(len({i for _, i, _ in ids}), 200)
