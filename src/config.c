@@ -29,6 +29,8 @@ typedef struct {
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const sync_modes[] = {"request", "batch", NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
+static const char *const booleans[] = {"false", "true", NULL};
 
 #define OFF(f) offsetof(preon_config_t, f)
 static const entry_t entries[] = {
@@ -37,6 +39,10 @@ static const entry_t entries[] = {
     {"server", "threads", T_INT, OFF(server.threads), 0, 256, NULL, "0"},
     {"server", "shutdown_timeout_ms", T_INT, OFF(server.shutdown_timeout_ms), 0, 3600000, NULL, "10000"},
     {"server", "max_body_bytes", T_INT, OFF(server.max_body_bytes), 0, 1 << 30, NULL, "65536"},
+    {"server", "request_timeout_ms", T_INT, OFF(server.request_timeout_ms), 10, 3600000, NULL, "10000"},
+    {"server", "idle_timeout_ms", T_INT, OFF(server.idle_timeout_ms), 100, 3600000, NULL, "10000"},
+    {"server", "max_connections", T_INT, OFF(server.max_connections), 1, 10000000, NULL, "100000"},
+    {"server", "drain_delay_ms", T_INT, OFF(server.drain_delay_ms), 0, 3600000, NULL, "0"},
     {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 1, 64, NULL, "1"},
     {"database", "max_queued", T_INT, OFF(database.max_queued), 1, 1000000, NULL, "4096"},
@@ -46,6 +52,12 @@ static const entry_t entries[] = {
     {"database", "reconnect_max_ms", T_INT, OFF(database.reconnect_max_ms), 1, 3600000, NULL, "1000"},
     {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "request"},
     {"log", "level", T_ENUM, OFF(log.level), 0, 0, log_levels, "info"},
+    {"log", "format", T_ENUM, OFF(log.format), 0, 0, log_formats, "text"},
+    {"log", "access", T_ENUM, OFF(log.access), 0, 0, booleans, "false"},
+    {"health", "live_path", T_STRING, OFF(health.live_path), 0, 0, NULL, "/health/live"},
+    {"health", "ready_path", T_STRING, OFF(health.ready_path), 0, 0, NULL, "/health/ready"},
+    {"metrics", "enabled", T_ENUM, OFF(metrics.enabled), 0, 0, booleans, "true"},
+    {"metrics", "path", T_STRING, OFF(metrics.path), 0, 0, NULL, "/metrics"},
 };
 #undef OFF
 #define NUM_ENTRIES (sizeof(entries) / sizeof(entries[0]))
@@ -238,7 +250,7 @@ static int load_document(loader_t *l, yaml_parser_t *p, preon_config_t *cfg)
                 yaml_mark_t mark = ev.start_mark;
                 yaml_event_delete(&ev);
                 if (find_entry(section, NULL) == NULL)
-                    return fail_at(l, mark, "unknown section '%s' (expected server, database or log)", section);
+                    return fail_at(l, mark, "unknown section '%s' (expected server, database, log, health or metrics)", section);
                 if ((rv = next_event(l, p, &ev)) != 0)
                     return rv;
                 if (ev.type != YAML_MAPPING_START_EVENT) {
@@ -262,7 +274,7 @@ static int load_document(loader_t *l, yaml_parser_t *p, preon_config_t *cfg)
                 depth_started = 0;
                 break;
             }
-            rv = fail_at(l, ev.start_mark, "expected a mapping of sections (server, database, log), got %s",
+            rv = fail_at(l, ev.start_mark, "expected a mapping of sections (server, database, log, health, metrics), got %s",
                          event_kind(ev.type));
             yaml_event_delete(&ev);
             return rv;

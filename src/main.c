@@ -74,6 +74,7 @@ int main(int argc, char **argv)
         return 2;
     }
     preon_log_level = (preon_log_level_t)cfg.log.level;
+    preon_log_format = (preon_log_format_t)cfg.log.format;
     /* The URL is checked with libpq's own parser; the host name is resolved here, not on an event loop. */
     preon_db_target_t *target = preon_db_target_create(cfg.database.url, !check, err, sizeof(err));
     if (target == NULL) {
@@ -88,7 +89,9 @@ int main(int argc, char **argv)
         preon_config_dispose(&cfg);
         return 0;
     }
+    preon_log_start();
     int rv = preon_server_run(&cfg, target);
+    preon_log_stop();
     preon_db_target_destroy(target);
     preon_config_dispose(&cfg);
     return rv == 0 ? 0 : 1;

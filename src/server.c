@@ -12,6 +12,7 @@
 #include "preon/app.h"
 #include "preon/errors.h"
 #include "preon/log.h"
+#include "preon/observe.h"
 #include "preon/server.h"
 
 /*
@@ -29,6 +30,19 @@ static h2o_globalconf_t globalconf;
 /* Kept reachable until exit, so that leak checkers see the loops' memory as in use rather than lost. */
 static preon_thread_t *threads;
 static unsigned nthreads;
+static int draining;          /* set by the main thread on the first signal; read by readiness checks */
+static uint64_t open_conns;   /* over all threads, for server.max_connections (atomic: accept and close only) */
+
+preon_thread_t *preon_server_threads(unsigned *n)
+{
+    *n = nthreads;
+    return threads;
+}
+
+int preon_server_draining(void)
+{
+    return __atomic_load_n(&draining, __ATOMIC_RELAXED);
+}
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
@@ -81,6 +95,13 @@ static int open_listener(const preon_config_t *cfg, char *err, size_t errlen)
     return fd;
 }
 
+static void on_conn_close(void *data)
+{
+    preon_thread_t *thr = data;
+    preon_counter_add(&thr->http.conns_open, (uint64_t)-1);
+    __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
+}
+
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     preon_thread_t *thr = listener->data;
@@ -91,6 +112,17 @@ static void on_accept(h2o_socket_t *listener, const char *err)
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
         if (sock == NULL)
             return;
+        preon_counter_add(&thr->http.conns_accepted, 1);
+        if (__atomic_fetch_add(&open_conns, 1, __ATOMIC_RELAXED) >= (uint64_t)thr->cfg->server.max_connections) {
+            /* Over the limit: close at once (the client sees a reset, not a hang), and count it. */
+            __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
+            preon_counter_add(&thr->http.conns_refused, 1);
+            h2o_socket_close(sock);
+            continue;
+        }
+        preon_counter_add(&thr->http.conns_open, 1);
+        sock->on_close.cb = on_conn_close;
+        sock->on_close.data = thr;
         h2o_accept(&thr->accept_ctx, sock);
     }
 }
@@ -115,8 +147,12 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
 static void *thread_main(void *arg)
 {
     preon_thread_t *thr = arg;
+    preon_log_attach();
     h2o_socket_read_start(thr->listener, on_accept);
-    while (!thr->draining || (thr->pending != 0 && h2o_now(thr->loop) < thr->drain_deadline))
+    /* Until the stop message: serve. Then until nothing waits on the database and no request has come for a
+     * moment (active keep-alive clients get Connection: close and leave), or the shutdown deadline. */
+    while (!thr->draining || ((thr->pending != 0 || preon_now_ns() - thr->last_request_ns < 100000000) &&
+                              h2o_now(thr->loop) < thr->drain_deadline))
         h2o_evloop_run(thr->loop, thr->draining ? 10 : INT32_MAX);
 
     /* Whatever still waits (only after shutdown_timeout_ms) is answered 503 now; a short grace lets those
@@ -129,7 +165,9 @@ static void *thread_main(void *arg)
     while (h2o_now(thr->loop) < grace_end)
         h2o_evloop_run(thr->loop, 10);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
+    h2o_timeout_dispose(thr->loop, &thr->request_timeout);
     preon_app_thread_dispose(thr);
+    preon_log_detach();
     return NULL;
 }
 
@@ -140,6 +178,8 @@ static void setup_globalconf(const preon_config_t *cfg)
     /* h2o 2.2.5 predates the HTTP/2 rapid-reset fix (CVE-2023-44487): no h2c upgrade, HTTP/1.1 only. */
     globalconf.http1.upgrade_to_http2 = 0;
     globalconf.max_request_entity_size = (size_t)cfg->server.max_body_bytes;
+    /* h2o's HTTP/1 "request timeout" is the time allowed for a request head, and for a keep-alive pause. */
+    globalconf.http1.req_timeout = (uint64_t)cfg->server.idle_timeout_ms;
     h2o_hostconf_t *host = h2o_config_register_host(&globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     root_handler_t *h = (root_handler_t *)h2o_create_handler(path, sizeof(*h));
@@ -153,6 +193,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     if (threads == NULL)
         abort();
     signal(SIGPIPE, SIG_IGN);
+    preon_observe_init();
     char err[256];
     if (preon_app_init(err, sizeof(err)) != 0) {
         fprintf(stderr, "preon: %s\n", err);
@@ -181,6 +222,8 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
         thr->accept_ctx.hosts = globalconf.hosts;
         h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
         preon_rand_seed(&thr->rand);
+        preon_http_metrics_init(&thr->http);
+        h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
         thr->db = preon_db_pool_create(thr->loop, cfg, target, preon_statements, PREON_STMT__COUNT, tag);
     }
 
@@ -197,7 +240,18 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
 
     int sig;
     sigwait(&set, &sig);
-    preon_log_info("%s: draining (up to %d ms)", sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->server.shutdown_timeout_ms);
+    /* Readiness turns 503 at once; the listeners stay open for drain_delay_ms so that a load balancer notices
+     * before connections are refused. A second signal meanwhile: stop now. */
+    __atomic_store_n(&draining, 1, __ATOMIC_RELAXED);
+    preon_log_info("%s: draining (listeners close in %d ms; requests in flight get up to %d ms)",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->server.drain_delay_ms, cfg->server.shutdown_timeout_ms);
+    if (cfg->server.drain_delay_ms > 0) {
+        struct timespec delay = {cfg->server.drain_delay_ms / 1000, (cfg->server.drain_delay_ms % 1000) * 1000000L};
+        if (sigtimedwait(&set, NULL, &delay) > 0) {
+            preon_log_warn("second signal: exiting at once");
+            _exit(1);
+        }
+    }
     for (unsigned i = 0; i < nthreads; i++)
         h2o_multithread_send_message(&threads[i].receiver, &threads[i].stop_msg);
 
@@ -218,6 +272,8 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
             }
         }
     }
+    for (unsigned i = 0; i < nthreads; i++)
+        preon_http_metrics_dispose(&threads[i].http);
     preon_app_dispose();
     preon_log_info("stopped");
     return 0;

@@ -17,6 +17,10 @@ typedef struct st_preon_config_t {
         int threads;             /* event loops; 0 = one per CPU */
         int shutdown_timeout_ms; /* how long SIGTERM waits for requests in flight */
         int max_body_bytes;      /* largest request body accepted */
+        int request_timeout_ms;  /* a request still waiting for the database after this gets 504 */
+        int idle_timeout_ms;     /* an idle keep-alive connection (or a slow request head) is closed after this */
+        int max_connections;     /* open client connections over all threads; more are refused */
+        int drain_delay_ms;      /* after SIGTERM: ready turns 503 at once, listeners close after this */
     } server;
     struct {
         char *url;                  /* libpq URI or key=value string; "" = libpq's PG* variables */
@@ -29,8 +33,18 @@ typedef struct st_preon_config_t {
         int sync;                   /* preon_sync_mode_t: one Sync per request, or one per loop-pass batch */
     } database;
     struct {
-        int level; /* preon_log_level_t */
+        int level;  /* preon_log_level_t */
+        int format; /* preon_log_format_t */
+        int access; /* one line per request */
     } log;
+    struct {
+        char *live_path;  /* 200 while the loops run */
+        char *ready_path; /* 200 when every thread has a database connection and no drain is under way */
+    } health;
+    struct {
+        int enabled;
+        char *path; /* Prometheus text format */
+    } metrics;
 } preon_config_t;
 
 /** Fills `cfg` with the built-in defaults. Pair with preon_config_dispose. */

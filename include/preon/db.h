@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "preon/config.h"
+#include "preon/metrics.h"
 
 /*
  * The database layer: each event-loop thread owns one pool, and the pool owns a few libpq connections in
@@ -51,6 +52,7 @@ struct st_preon_db_query_t {
     /* owned by the db layer while the query is queued */
     preon_db_query_t *_next;
     uint64_t _sent_at;
+    uint64_t _queued_ns;
     unsigned char _resent;
 };
 
@@ -58,6 +60,7 @@ struct st_preon_db_query_t {
 typedef struct st_preon_db_stats_t {
     size_t queued;       /* accepted and not yet answered */
     unsigned ready;      /* connections able to take queries */
+    unsigned connecting; /* connections being established */
     unsigned total;      /* configured connections */
     uint64_t reconnects; /* connections (re)established after the first */
 } preon_db_stats_t;
@@ -98,8 +101,26 @@ void preon_db_pool_destroy(preon_db_pool_t *pool);
  */
 int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n);
 
-/** Fills `*st` with the pool's counters. */
+/** Fills `*st` with the pool's counters. Any thread (relaxed reads of the owner's values). */
 void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st);
+
+/** How a query ended, for preon_db_queries_total{outcome}. */
+typedef enum {
+    PREON_DB_OUTCOME_OK,
+    PREON_DB_OUTCOME_ERROR,
+    PREON_DB_OUTCOME_CONFLICT,
+    PREON_DB_OUTCOME_TIMEOUT,
+    PREON_DB_OUTCOME_CONNLOST,
+    PREON_DB_OUTCOME_NOTSENT,
+    PREON_DB_OUTCOMES
+} preon_db_outcome_t;
+extern const char *const preon_db_outcome_names[PREON_DB_OUTCOMES];
+
+/**
+ * Adds the pool's per-statement counters into `queries` ([statement][outcome]) and `durations` ([statement],
+ * from submit to callback), both sized by the statement count. Any thread (relaxed reads).
+ */
+void preon_db_pool_collect(const preon_db_pool_t *pool, uint64_t (*queries)[PREON_DB_OUTCOMES], preon_hist_t *durations);
 
 /** Rows in a result. */
 int preon_db_result_rows(const preon_db_result_t *res);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include "preon/config.h"
 #include "preon/db.h"
+#include "preon/metrics.h"
 #include "preon/rand.h"
 
 /**
@@ -30,6 +31,13 @@ typedef struct st_preon_thread_t {
     size_t pending;           /* requests waiting for the database */
     preon_rand_t rand;        /* ids and numbers for the TechEmpower endpoints */
     int32_t *world_cache;     /* randomNumber by id for /cached-queries, filled on first use; NULL until then */
+    preon_http_metrics_t http; /* written by this thread, read by scrapes on any thread */
+    h2o_timeout_t request_timeout; /* server.request_timeout_ms, for requests waiting on the database */
+    struct {
+        unsigned route, method;
+        uint64_t start_ns;
+    } cur; /* the request being dispatched, for handlers that answer later */
+    uint64_t last_request_ns; /* when the last request was dispatched, to let a drain settle */
 } preon_thread_t;
 
 /** The thread that owns `req`. */
@@ -37,6 +45,12 @@ static inline preon_thread_t *preon_thread_of(h2o_req_t *req)
 {
     return (preon_thread_t *)req->conn->ctx;
 }
+
+/** Every thread (for scrapes and readiness checks); `*n` receives their number. Any thread, after start-up. */
+preon_thread_t *preon_server_threads(unsigned *n);
+
+/** Whether SIGTERM/SIGINT started a drain. Any thread. */
+int preon_server_draining(void);
 
 /**
  * Binds the listeners, starts cfg->server.threads event loops (0: one per CPU), serves until SIGTERM or SIGINT,

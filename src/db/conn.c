@@ -17,6 +17,12 @@
 static void on_read(h2o_socket_t *sock, const char *err);
 static void on_write(h2o_socket_t *sock, const char *err);
 
+/* The state is read by scrapes and readiness checks on other threads. */
+static void set_state(preon_db_conn_t *c, conn_state_t state)
+{
+    __atomic_store_n(&c->state, state, __ATOMIC_RELAXED);
+}
+
 static uint64_t now_ms(const preon_db_conn_t *c)
 {
     return h2o_now(c->pool->loop);
@@ -134,7 +140,7 @@ uint64_t preon_db_conn_oldest(const preon_db_conn_t *c)
 static void schedule_retry(preon_db_conn_t *c, int at_once)
 {
     const preon_config_t *cfg = c->pool->cfg;
-    c->state = CONN_IDLE;
+    set_state(c, CONN_IDLE);
     c->state_since = now_ms(c);
     c->retry_at = now_ms(c) + (at_once ? 0 : c->backoff_ms);
     if (!at_once) {
@@ -213,11 +219,11 @@ static void become_ready(preon_db_conn_t *c)
         push(c, ENTRY_SYNC, 0, NULL);
         c->prepared[i] = 1;
     }
-    c->state = CONN_READY;
+    set_state(c, CONN_READY);
     c->state_since = now_ms(c);
     c->backoff_ms = pool->cfg->database.reconnect_min_ms;
     if (c->ever_ready)
-        pool->reconnects++;
+        preon_counter_add(&pool->reconnects, 1);
     c->ever_ready = 1;
     c->down_logged = 0;
     preon_log_info("db %s#%u: connected (server %d, backend pid %d)", pool->tag, c->index, PQserverVersion(c->pg),
@@ -251,7 +257,7 @@ void preon_db_conn_connect(preon_db_conn_t *c)
     preon_db_pool_t *pool = c->pool;
     /* Does not block: the host name, if any, was resolved into hostaddr at start-up (target.c). */
     c->pg = PQconnectStartParams(preon_db_target_keywords(pool->target), preon_db_target_values(pool->target), 0);
-    c->state = CONN_CONNECTING;
+    set_state(c, CONN_CONNECTING);
     c->state_since = now_ms(c);
     if (c->pg == NULL || PQstatus(c->pg) == CONNECTION_BAD || watch_socket(c) != 0) {
         preon_db_conn_fail(c, PREON_ENOTCONN, c->pg != NULL ? PQerrorMessage(c->pg) : "out of memory");

@@ -25,7 +25,7 @@ typedef struct {
 typedef struct st_preon_db_conn_t {
     preon_db_pool_t *pool;
     unsigned index;
-    conn_state_t state;
+    conn_state_t state; /* written by the owner with __atomic_store_n (set_state), read by scrapes */
     PGconn *pg;
     h2o_socket_t *sock; /* owns a dup() of PQsocket(pg), so that h2o's close does not close libpq's fd */
     int pg_fd;          /* the PQsocket() value `sock` duplicates; libpq may change it while connecting */
@@ -54,8 +54,10 @@ struct st_preon_db_pool_t {
     char tag[32];
     preon_db_conn_t *conns;
     unsigned nconns;
-    size_t queued;
-    uint64_t reconnects;
+    uint64_t queued;     /* owner writes with preon_counter_add; scrapes read */
+    uint64_t reconnects; /* likewise */
+    uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
+    preon_hist_t *durations;                 /* [statement] */
     int flush_armed;
     h2o_timeout_t zero_timeout; /* fires at the end of the loop pass: the batch is sent then */
     h2o_timeout_entry_t flush_entry;

@@ -41,6 +41,10 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
     pool->tick_entry.cb = on_tick;
     h2o_timeout_link(loop, &pool->tick_timeout, &pool->tick_entry);
 
+    pool->outcomes = calloc(nstatements ? nstatements : 1, sizeof(*pool->outcomes));
+    pool->durations = calloc(nstatements ? nstatements : 1, sizeof(*pool->durations));
+    if (pool->outcomes == NULL || pool->durations == NULL)
+        abort();
     pool->nconns = (unsigned)cfg->database.connections_per_thread;
     pool->conns = calloc(pool->nconns, sizeof(*pool->conns));
     if (pool->conns == NULL)
@@ -65,6 +69,8 @@ void preon_db_pool_destroy(preon_db_pool_t *pool)
         h2o_timeout_unlink(&pool->tick_entry);
     h2o_timeout_dispose(pool->loop, &pool->zero_timeout);
     h2o_timeout_dispose(pool->loop, &pool->tick_timeout);
+    free(pool->outcomes);
+    free(pool->durations);
     free(pool);
 }
 
@@ -106,12 +112,14 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
     preon_db_conn_t *c = pick(pool);
     if (c == NULL)
         return PREON_ENOTCONN;
+    uint64_t now = preon_now_ns();
     for (size_t i = 0; i < n; i++) {
         qs[i]->_resent = 0;
+        qs[i]->_queued_ns = now;
         qs[i]->flags = (qs[i]->flags & ~PREON_DB_MORE) | (i + 1 < n ? PREON_DB_MORE : 0);
         enqueue(c, qs[i]);
     }
-    pool->queued += n;
+    preon_counter_add(&pool->queued, n);
     return 0;
 }
 
@@ -125,16 +133,41 @@ void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q)
     enqueue(c, q);
 }
 
+const char *const preon_db_outcome_names[PREON_DB_OUTCOMES] = {"ok", "error", "conflict", "timeout", "connection_lost",
+                                                                 "not_sent"};
+
+/* Counts a finished query: its outcome and its time from submit to answer. */
+static void account(preon_db_pool_t *pool, const preon_db_query_t *q, preon_db_outcome_t outcome)
+{
+    preon_counter_add(&pool->queued, (uint64_t)-1);
+    preon_counter_add(&pool->outcomes[q->stmt][outcome], 1);
+    preon_hist_observe(&pool->durations[q->stmt], preon_now_ns() - q->_queued_ns);
+}
+
 void preon_db_pool_fail_query(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail)
 {
-    pool->queued--;
+    account(pool, q,
+            err == PREON_EDB          ? PREON_DB_OUTCOME_ERROR
+            : err == PREON_ECONFLICT  ? PREON_DB_OUTCOME_CONFLICT
+            : err == PREON_ETIMEDOUT  ? PREON_DB_OUTCOME_TIMEOUT
+            : err == PREON_ECONNLOST  ? PREON_DB_OUTCOME_CONNLOST
+                                      : PREON_DB_OUTCOME_NOTSENT);
     q->on_error(q, err, detail != NULL ? detail : preon_strerror(err));
 }
 
 void preon_db_pool_finish_query(preon_db_pool_t *pool, preon_db_query_t *q, const PGresult *res)
 {
-    pool->queued--;
+    account(pool, q, PREON_DB_OUTCOME_OK);
     q->on_result(q, (const preon_db_result_t *)res);
+}
+
+void preon_db_pool_collect(const preon_db_pool_t *pool, uint64_t (*queries)[PREON_DB_OUTCOMES], preon_hist_t *durations)
+{
+    for (size_t s = 0; s < pool->nstmts; s++) {
+        for (int o = 0; o < PREON_DB_OUTCOMES; o++)
+            queries[s][o] += preon_counter_read(&pool->outcomes[s][o]);
+        preon_hist_add(&durations[s], &pool->durations[s]);
+    }
 }
 
 /* End of the loop pass: everything submitted during it goes out, one write per connection (batch Syncs). */
@@ -177,10 +210,12 @@ static void on_tick(h2o_timeout_entry_t *entry)
 void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st)
 {
     memset(st, 0, sizeof(*st));
-    st->queued = pool->queued;
+    st->queued = (size_t)preon_counter_read(&pool->queued);
     st->total = pool->nconns;
-    st->reconnects = pool->reconnects;
-    for (unsigned i = 0; i < pool->nconns; i++)
-        if (pool->conns[i].state == CONN_READY)
-            st->ready++;
+    st->reconnects = preon_counter_read(&pool->reconnects);
+    for (unsigned i = 0; i < pool->nconns; i++) {
+        conn_state_t state = __atomic_load_n(&pool->conns[i].state, __ATOMIC_RELAXED);
+        st->ready += state == CONN_READY;
+        st->connecting += state == CONN_CONNECTING;
+    }
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "preon/app.h"
 #include "preon/errors.h"
+#include "preon/observe.h"
 #include "preon/reply.h"
 
 /*
@@ -23,12 +24,16 @@ typedef struct {
 } slot_t;
 
 struct st_preon_dbreq_t {
-    h2o_req_t *req; /* NULL once the request is gone */
+    h2o_req_t *req; /* NULL once the request is gone, or answered early (request timeout) */
     guard_t *guard;
     preon_thread_t *thr;
+    unsigned route, method; /* for the counters, from the dispatch */
+    uint64_t start_ns;
+    h2o_timeout_entry_t deadline; /* server.request_timeout_ms */
     const preon_dbreq_ops_t *ops;
     size_t n, pending;
     int fail_status; /* 0, or the status to answer with */
+    int answered;    /* answered early (request timeout) */
     char fail_message[256];
     void *data;
     slot_t slots[];
@@ -48,6 +53,9 @@ preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, con
         abort();
     r->req = req;
     r->thr = preon_thread_of(req);
+    r->route = r->thr->cur.route;
+    r->method = r->thr->cur.method;
+    r->start_ns = r->thr->cur.start_ns;
     r->ops = ops;
     r->n = n;
     r->data = (char *)(r->slots + n);
@@ -71,6 +79,13 @@ preon_thread_t *preon_dbreq_thread(preon_dbreq_t *r)
 
 static void on_result(preon_db_query_t *q, const preon_db_result_t *res);
 static void on_error(preon_db_query_t *q, int err, const char *detail);
+
+void preon_dbreq_continue(preon_dbreq_t *next, const preon_dbreq_t *prev)
+{
+    next->route = prev->route;
+    next->method = prev->method;
+    next->start_ns = prev->start_ns;
+}
 
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params)
 {
@@ -98,6 +113,8 @@ void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, 
 
 static void destroy(preon_dbreq_t *r)
 {
+    if (h2o_timeout_is_linked(&r->deadline))
+        h2o_timeout_unlink(&r->deadline);
     if (r->ops->dispose != NULL)
         r->ops->dispose(r);
     for (size_t i = 0; i < r->n; i++)
@@ -109,14 +126,19 @@ static void destroy(preon_dbreq_t *r)
 static void complete(preon_dbreq_t *r)
 {
     h2o_req_t *req = r->req;
-    r->thr->pending--;
     if (req != NULL) {
         r->guard->r = NULL;
         if (r->fail_status != 0)
             preon_reply_error(req, r->fail_status, r->fail_message);
         else
             r->ops->on_done(r, req);
+        /* a second step (the write of /updates) takes over the request and counts it when it answers */
+        if (req->res.status != 0)
+            preon_observe(r->thr, req, r->route, r->method, req->res.status, r->start_ns);
+    } else if (!r->answered) {
+        preon_observe(r->thr, NULL, r->route, r->method, 499, r->start_ns); /* the client went away */
     }
+    r->thr->pending--;
     destroy(r);
 }
 
@@ -155,6 +177,20 @@ static void on_error(preon_db_query_t *q, int err, const char *detail)
         complete(r);
 }
 
+/* server.request_timeout_ms passed with queries still out: answer 504 now and drop their results later. */
+static void on_deadline(h2o_timeout_entry_t *entry)
+{
+    preon_dbreq_t *r = H2O_STRUCT_FROM_MEMBER(preon_dbreq_t, deadline, entry);
+    h2o_req_t *req = r->req;
+    if (req == NULL)
+        return;
+    r->guard->r = NULL;
+    r->req = NULL;
+    r->answered = 1;
+    preon_reply_error(req, 504, "request timed out waiting for the database");
+    preon_observe(r->thr, req, r->route, r->method, 504, r->start_ns);
+}
+
 void preon_dbreq_run(preon_dbreq_t *r)
 {
     preon_db_query_t *qs[PREON_DBREQ_MAX];
@@ -170,6 +206,8 @@ void preon_dbreq_run(preon_dbreq_t *r)
     r->thr->pending++;
     r->guard = h2o_mem_alloc_shared(&r->req->pool, sizeof(guard_t), on_guard_dispose);
     r->guard->r = r;
+    r->deadline.cb = on_deadline;
+    h2o_timeout_link(r->thr->loop, &r->thr->request_timeout, &r->deadline);
 }
 
 void preon_dbreq_run_one(h2o_req_t *req, unsigned stmt, int nparams, const char *const *params, size_t datasize,

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
+#include <string.h>
 #include "preon/app.h"
+#include "preon/observe.h"
 #include "preon/reply.h"
 
 const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
@@ -44,23 +46,48 @@ void preon_app_thread_dispose(preon_thread_t *thr)
 
 int preon_app_handle(preon_thread_t *thr, h2o_req_t *req)
 {
+    const preon_config_t *cfg = thr->cfg;
+    h2o_iovec_t path = req->path_normalized;
     preon_match_t m;
+    unsigned route;
     /* During a drain the connection closes after this answer, so that clients move to another instance. */
     if (thr->draining)
         req->http1_is_persistent = 0;
-    switch (preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, req->path_normalized.base,
-                               req->path_normalized.len, &m)) {
-    case 0:
-        return m.route->handler(thr, req, m.param);
-    case 405: {
-        char allow[64];
-        size_t n = preon_router_allow(m.allow, allow, sizeof(allow));
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, h2o_strdup(&req->pool, allow, n).base, n);
-        preon_reply_error(req, 405, "method not allowed");
-        return 0;
+    thr->last_request_ns = thr->cur.start_ns = preon_now_ns();
+    thr->cur.method = preon_method_index(req->method.base, req->method.len);
+
+    if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path))) {
+        route = preon_nroutes + PREON_ROUTE_LIVE;
+        preon_health_live_reply(thr, req);
+    } else if (h2o_memis(path.base, path.len, cfg->health.ready_path, strlen(cfg->health.ready_path))) {
+        route = preon_nroutes + PREON_ROUTE_READY;
+        preon_health_ready_reply(thr, req);
+    } else if (cfg->metrics.enabled && h2o_memis(path.base, path.len, cfg->metrics.path, strlen(cfg->metrics.path))) {
+        route = preon_nroutes + PREON_ROUTE_METRICS;
+        preon_metrics_reply(thr, req);
+    } else {
+        switch (preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, &m)) {
+        case 0:
+            route = (unsigned)(m.route - preon_routes);
+            thr->cur.route = route;
+            m.route->handler(thr, req, m.param);
+            break;
+        case 405: {
+            char allow[64];
+            size_t n = preon_router_allow(m.allow, allow, sizeof(allow));
+            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, h2o_strdup(&req->pool, allow, n).base, n);
+            route = preon_nroutes + PREON_ROUTE_UNMATCHED;
+            preon_reply_error(req, 405, "method not allowed");
+            break;
+        }
+        default:
+            route = preon_nroutes + PREON_ROUTE_UNMATCHED;
+            preon_reply_error(req, 404, "no such resource");
+            break;
+        }
     }
-    default:
-        preon_reply_error(req, 404, "no such resource");
-        return 0;
-    }
+    /* Answered already: count it now. A request waiting for the database is counted when it is answered. */
+    if (req->res.status != 0)
+        preon_observe(thr, req, route, thr->cur.method, req->res.status, thr->cur.start_ns);
+    return 0;
 }

@@ -166,6 +166,7 @@ static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
     const char *params[] = {ids, numbers};
 
     preon_dbreq_t *wr = preon_dbreq_create(req, 1, sizeof(worlds_t), &write_ops);
+    preon_dbreq_continue(wr, r);
     memcpy(preon_dbreq_data(wr), w, sizeof(*w));
     preon_dbreq_set(wr, 0, PREON_STMT_WORLD_UPDATE, PREON_DB_WRITE, 2, params);
     preon_dbreq_run(wr);

@@ -40,6 +40,13 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.database.query_timeout_ms, 5000);
     assert_int_equal(cfg.database.sync, PREON_SYNC_REQUEST);
     assert_int_equal(cfg.log.level, 2);
+    assert_int_equal(cfg.log.format, 0);
+    assert_int_equal(cfg.log.access, 0);
+    assert_string_equal(cfg.health.live_path, "/health/live");
+    assert_string_equal(cfg.health.ready_path, "/health/ready");
+    assert_int_equal(cfg.metrics.enabled, 1);
+    assert_string_equal(cfg.metrics.path, "/metrics");
+    assert_int_equal(cfg.server.drain_delay_ms, 0);
     preon_config_dispose(&cfg);
 }
 
@@ -59,7 +66,11 @@ static void test_valid_file(void **state)
                        "  connections_per_thread: 2\n"
                        "  sync: batch\n"
                        "log:\n"
-                       "  level: debug\n";
+                       "  level: debug\n"
+                       "  format: json\n"
+                       "  access: true\n"
+                       "health:\n"
+                       "  live_path: /q/health/live\n";
     assert_int_equal(load(&cfg, yaml, err), 0);
     assert_string_equal(cfg.server.listen, "127.0.0.1");
     assert_int_equal(cfg.server.port, 18080);
@@ -68,6 +79,9 @@ static void test_valid_file(void **state)
     assert_int_equal(cfg.database.connections_per_thread, 2);
     assert_int_equal(cfg.database.sync, PREON_SYNC_BATCH);
     assert_int_equal(cfg.log.level, 3);
+    assert_int_equal(cfg.log.format, 1);
+    assert_int_equal(cfg.log.access, 1);
+    assert_string_equal(cfg.health.live_path, "/q/health/live");
     /* keys not in the file keep their defaults */
     assert_int_equal(cfg.database.query_timeout_ms, 5000);
     preon_config_dispose(&cfg);
@@ -93,11 +107,12 @@ static void test_errors_have_line_and_column(void **state)
     expect_error("log:\n  level: loud\n", "t.yaml:2:10: log.level: expected one of error, warn, info, debug; got 'loud'");
     expect_error("database:\n  max_queued: 0\n",
                  "t.yaml:2:15: database.max_queued: expected an integer from 1 to 1000000, got '0'");
-    expect_error("srv:\n  port: 1\n", "t.yaml:1:1: unknown section 'srv' (expected server, database or log)");
+    expect_error("srv:\n  port: 1\n", "t.yaml:1:1: unknown section 'srv' (expected server, database, log, health or metrics)");
     expect_error("server:\n  port: [1, 2]\n", "t.yaml:2:9: server.port: expected a scalar value, got a list");
     expect_error("server: 8080\n", "t.yaml:1:9: section 'server' must be a mapping of keys, got a scalar");
     expect_error("server:\n  port: 1\n  port: 2\n", "t.yaml:3:3: duplicate key 'server.port'");
-    expect_error("- a\n- b\n", "t.yaml:1:1: expected a mapping of sections (server, database, log), got a list");
+    expect_error("log:\n  access: yes\n", "t.yaml:2:11: log.access: expected one of false, true; got 'yes'");
+    expect_error("- a\n- b\n", "t.yaml:1:1: expected a mapping of sections (server, database, log, health, metrics), got a list");
 }
 
 static void test_syntax_error(void **state)

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PREON_OBSERVE_H
+#define PREON_OBSERVE_H
+
+#include <h2o.h>
+#include "preon/metrics.h"
+#include "preon/server.h"
+
+/*
+ * What each thread counts about HTTP, and the /metrics, /health/live and /health/ready answers built from every
+ * thread's counters. Route ids are the index in preon_routes, followed by the built-in ones below.
+ */
+enum {
+    PREON_ROUTE_LIVE = 0, /* offsets after preon_nroutes */
+    PREON_ROUTE_READY,
+    PREON_ROUTE_METRICS,
+    PREON_ROUTE_UNMATCHED,
+    PREON_ROUTE__EXTRA
+};
+
+/** Allocates a thread's counters (zero). */
+void preon_http_metrics_init(preon_http_metrics_t *m);
+void preon_http_metrics_dispose(preon_http_metrics_t *m);
+
+/** Records process start (for process_start_time_seconds) and opens /proc/self/statm. Main thread, start-up. */
+void preon_observe_init(void);
+
+/**
+ * Counts one answered request (route id, method index from preon_method_index, HTTP status, start time from
+ * preon_now_ns) on the calling thread and writes its access line if log.access is on. `req` may be NULL when
+ * the client went away (status 499). Owner thread only.
+ */
+void preon_observe(preon_thread_t *thr, h2o_req_t *req, unsigned route, unsigned method, int status, uint64_t start_ns);
+
+/** Index of a method for the counters (PREON_METHODS - 1 for any other). */
+unsigned preon_method_index(const char *method, size_t len);
+
+/** Answers the Prometheus scrape, summing every thread's counters. */
+void preon_metrics_reply(preon_thread_t *thr, h2o_req_t *req);
+
+/** Answers liveness (always UP while the loop answers) and readiness (database and drain checks). */
+void preon_health_live_reply(preon_thread_t *thr, h2o_req_t *req);
+void preon_health_ready_reply(preon_thread_t *thr, h2o_req_t *req);
+
+#endif

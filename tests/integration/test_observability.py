@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: MIT
+"""Health, readiness, Prometheus metrics, JSON and access logs, request deadlines, connection limits, drain."""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from harness import BIN, PG_SH, PGDIR, SANITIZER_MARKS, Preon, PreonTestCase, free_port, main, parallel, psql, require_env
+
+
+def scrape(p, path="/metrics"):
+    status, headers, body = p.request("GET", path)
+    assert status == 200, status
+    assert headers["content-type"].startswith("text/plain; version=0.0.4"), headers["content-type"]
+    samples = {}
+    for family in text_string_to_metric_families(body.decode()):  # the real Prometheus parser
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def hold_lock(seconds):
+    p = subprocess.Popen([PG_SH, "psql", PGDIR, "-c",
+                          "BEGIN; LOCK TABLE fruits IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(%s); COMMIT;" % seconds],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 5
+    while psql("SELECT count(*) FROM pg_locks WHERE relation = 'fruits'::regclass AND mode = 'AccessExclusiveLock'") != "1":
+        if time.monotonic() > deadline:
+            raise AssertionError("lock not taken")
+        time.sleep(0.02)
+    return p
+
+
+class HealthMetricsTest(PreonTestCase):
+    preon_settings = {"log_format": "json", "log_access": "true"}
+
+    def test_live_and_ready(self):
+        status, headers, body = self.preon.request("GET", "/health/live")
+        self.assertEqual((status, json.loads(body)), (200, {"status": "UP"}))
+        status, headers, body = self.preon.request("GET", "/health/ready")
+        self.assertEqual(status, 200)
+        got = json.loads(body)
+        self.assertEqual(got["status"], "UP")
+        self.assertIn({"name": "database", "status": "UP"}, got["checks"])
+
+    def test_metrics_move_with_requests(self):
+        before = scrape(self.preon)
+        for _ in range(100):
+            self.assertEqual(self.preon.request("GET", "/hello")[0], 200)
+        for _ in range(7):
+            self.assertEqual(self.preon.request("GET", "/fruits")[0], 200)
+        self.preon.request("GET", "/nope")
+        after = scrape(self.preon)
+        key = dict(route="/hello", method="GET", status="200")
+        self.assertEqual(value(after, "preon_http_requests_total", **key) - value(before, "preon_http_requests_total", **key), 100)
+        key = dict(route="/fruits", method="GET", status="200")
+        self.assertEqual(value(after, "preon_http_requests_total", **key) - value(before, "preon_http_requests_total", **key), 7)
+        self.assertEqual(value(after, "preon_http_requests_total", route="unmatched", method="GET", status="404")
+                         - value(before, "preon_http_requests_total", route="unmatched", method="GET", status="404"), 1)
+        key = dict(statement="fruits_all", outcome="ok")
+        self.assertEqual(value(after, "preon_db_queries_total", **key) - value(before, "preon_db_queries_total", **key), 7)
+        count = value(after, "preon_http_request_duration_seconds_count", route="/hello")
+        self.assertEqual(count - value(before, "preon_http_request_duration_seconds_count", route="/hello"), 100)
+        self.assertEqual(value(after, "preon_http_request_duration_seconds_bucket", route="/hello", le="+Inf"), count)
+        self.assertGreaterEqual(value(after, "preon_db_query_duration_seconds_count", statement="fruits_all"), 7)
+        self.assertEqual(value(after, "preon_db_connections", state="ready"), 2)  # two threads, one connection each
+        self.assertEqual(value(after, "preon_db_queue_depth"), 0)
+        self.assertGreater(value(after, "process_resident_memory_bytes"), 1 << 20)
+        self.assertGreater(value(after, "process_cpu_seconds_total"), 0)
+        self.assertAlmostEqual(value(after, "process_start_time_seconds"), time.time(), delta=600)
+        self.assertGreaterEqual(value(after, "preon_http_connections"), 1)  # the scrape's own
+        self.assertEqual(value(after, "preon_log_dropped_total"), 0)
+
+    def test_json_and_access_logs(self):
+        self.preon.request("GET", "/hello?x=1")
+        self.preon.request("GET", "/fruits/abc")
+        time.sleep(0.2)  # the writer thread copies the rings every few milliseconds
+        lines = [l for l in self.preon.output().split("\n") if l]
+        self.assertTrue(lines)
+        access = []
+        for l in lines:
+            obj = json.loads(l)  # every line is one JSON object
+            self.assertRegex(obj["ts"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            self.assertIn(obj["level"], ("error", "warn", "info", "debug"))
+            self.assertIsInstance(obj["msg"], str)
+            if obj["msg"] == "access":
+                access.append(obj)
+        hello = [a for a in access if a["path"] == "/hello?x=1"]
+        self.assertEqual(len(hello), 1)
+        a = hello[0]
+        self.assertEqual((a["method"], a["status"], a["bytes"]), ("GET", 200, 5))
+        self.assertIsInstance(a["duration_us"], int)
+        self.assertIn(a["thread"], (0, 1))
+        self.assertTrue(any(x["path"] == "/fruits/abc" and x["status"] == 400 for x in access))
+
+
+class PathsTest(PreonTestCase):
+    """Quarkus's paths, for drop-in comparisons."""
+    preon_settings = {"health_live_path": "/q/health/live", "health_ready_path": "/q/health/ready", "metrics_path": "/q/metrics"}
+
+    def test_configured_paths(self):
+        self.assertEqual(self.preon.request("GET", "/q/health/live")[0], 200)
+        self.assertEqual(self.preon.request("GET", "/q/health/ready")[0], 200)
+        self.assertIn(("preon_db_reconnects_total", ()), scrape(self.preon, "/q/metrics"))
+        self.assertEqual(self.preon.request("GET", "/health/live")[0], 404)
+        self.assertEqual(self.preon.request("GET", "/metrics")[0], 404)
+
+
+class StatesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+
+    def test_database_down_ready_503_live_200(self):
+        p = Preon(db_url="postgresql://postgres@127.0.0.1:%d/preon" % free_port())
+        try:
+            p.start(wait_db=False)
+            status, headers, body = p.request("GET", "/health/ready")
+            self.assertEqual(status, 503)
+            got = json.loads(body)
+            self.assertEqual(got["status"], "DOWN")
+            db = [c for c in got["checks"] if c["name"] == "database"][0]
+            self.assertEqual(db["status"], "DOWN")
+            self.assertIn("no connected database connection", db["reason"])
+            self.assertEqual(p.request("GET", "/health/live")[0], 200)
+            self.assertEqual(value(scrape(p), "preon_db_connections", state="ready"), 0)
+            self.assertEqual(p.stop(), 0)
+        finally:
+            p.cleanup()
+
+    def test_draining_ready_503_then_exit_0(self):
+        p = Preon(server_drain_delay_ms=1500).start()
+        try:
+            p.kill(signal.SIGTERM)
+            time.sleep(0.3)
+            status, _, body = p.request("GET", "/health/ready")
+            self.assertEqual(status, 503)
+            server = [c for c in json.loads(body)["checks"] if c["name"] == "server"][0]
+            self.assertEqual(server["status"], "DOWN")
+            self.assertIn("draining", server["reason"])
+            # still accepting and serving during the delay
+            self.assertEqual(p.request("GET", "/hello")[2], b"Hello")
+            self.assertEqual(p.wait(timeout=15), 0)
+        finally:
+            p.cleanup()
+
+    def test_request_timeout_504(self):
+        p = Preon(server_request_timeout_ms=300).start()
+        try:
+            holder = hold_lock(2)
+            start = time.monotonic()
+            status, _, body = p.request("GET", "/fruits")
+            self.assertEqual(status, 504)
+            self.assertEqual(json.loads(body)["error"], "request timed out waiting for the database")
+            self.assertLess(time.monotonic() - start, 1.5)
+            holder.wait(timeout=30)
+            self.assertEqual(p.request("GET", "/fruits")[0], 200)  # the late result was dropped, nothing broke
+            self.assertEqual(value(scrape(p), "preon_http_requests_total", route="/fruits", method="GET", status="504"), 1)
+            self.assertEqual(p.stop(), 0)
+        finally:
+            p.cleanup()
+
+    def test_max_connections(self):
+        p = Preon(server_max_connections=4, server_threads=1).start()
+        try:
+            time.sleep(0.2)  # the start-up probes' connections are closed
+            held = [socket.create_connection(("127.0.0.1", p.port)) for _ in range(4)]
+            time.sleep(0.2)
+            extra = socket.create_connection(("127.0.0.1", p.port), timeout=5)
+            extra.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            try:
+                self.assertEqual(extra.recv(100), b"")  # closed at once, no answer
+            except ConnectionResetError:
+                pass
+            extra.close()
+            for s in held:
+                s.close()
+            time.sleep(0.2)
+            samples = scrape(p)
+            self.assertGreaterEqual(value(samples, "preon_http_connections_refused_total"), 1)
+            self.assertEqual(p.stop(), 0)
+        finally:
+            p.cleanup()
+
+    def test_slow_log_sink_drops_not_stalls(self):
+        # stderr is a pipe nobody reads: once it and the ring are full, lines are dropped and counted, and
+        # requests keep being answered.
+        r, w = os.pipe()
+        p = Preon(log_access="true", server_threads=1)
+        p.proc = subprocess.Popen([BIN], env=p.env, stdout=w, stderr=w, cwd=tempfile.gettempdir())
+        os.close(w)
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    if p.request("GET", "/hello")[0] == 200:
+                        break
+                except OSError:
+                    time.sleep(0.02)
+            long_path = "/not-found-" + "x" * 300
+            errors = parallel(lambda n: [self.assertEqual(p.request("GET", long_path)[0], 404) for _ in range(700)], 8)
+            self.assertEqual(errors, [])
+            self.assertGreater(value(scrape(p), "preon_log_dropped_total"), 0)
+        finally:
+            p.proc.send_signal(signal.SIGTERM)
+            out = b""
+            while True:
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    break
+                out += chunk
+            os.close(r)
+            rc = p.proc.wait(timeout=30)
+            p.cleanup()
+        self.assertEqual(rc, 0)
+        for mark in SANITIZER_MARKS:
+            self.assertNotIn(mark, out.decode(errors="replace"))
+
+
+class DrainUnderLoadTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+
+    def test_no_accepted_request_lost(self):
+        """wrk loads /fruits while 8 keep-alive clients count precisely: after SIGTERM every request written on an
+        open connection must get a whole answer; only new connections may be refused."""
+        p = Preon(server_drain_delay_ms=300).start()
+        counts = {"ok": 0, "refused": 0, "lost": 0, "bad": 0}
+        lock = threading.Lock()
+        stop = time.monotonic() + 4
+
+        def client(n):
+            conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10)
+            while time.monotonic() < stop:
+                try:
+                    conn.request("GET", "/fruits")
+                except ConnectionRefusedError:
+                    with lock:
+                        counts["refused"] += 1
+                    return  # the listeners are closed: the drain is done with us
+                try:
+                    r = conn.getresponse()
+                    r.read()
+                    outcome = "ok" if r.status == 200 else "bad"
+                except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, TimeoutError):
+                    outcome = "lost"
+                    conn.close()
+                with lock:
+                    counts[outcome] += 1
+
+        try:
+            wrk = subprocess.Popen(["wrk", "-t1", "-c16", "-d4s", "http://127.0.0.1:%d/fruits" % p.port],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            clients = threading.Thread(target=lambda: parallel(client, 8))
+            clients.start()
+            time.sleep(1.5)
+            p.kill(signal.SIGTERM)
+            clients.join()
+            out = wrk.communicate(timeout=30)[0]
+            self.assertEqual(p.wait(timeout=15), 0)
+            self.assertGreater(counts["ok"], 0)
+            self.assertEqual((counts["lost"], counts["bad"]), (0, 0), counts)
+            self.assertNotIn("Non-2xx", out)  # wrk's answers were all 200 too
+        finally:
+            p.cleanup()
+
+
+if __name__ == "__main__":
+    main()
