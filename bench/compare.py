@@ -54,7 +54,15 @@ def stripped_size(path):
 
 def make_targets(args, preon_bin, pgport):
     port = free_port()
-    targets = [Target("preon", [preon_bin], preon_env(pgport, port, args.sync), port, binary=preon_bin)]
+    env = preon_env(pgport, port, args.sync)
+    if args.observability:
+        env.update(PREON_METRICS_ENABLED="false", PREON_LOG_ACCESS="false")
+    targets = [Target("preon", [preon_bin], env, port, binary=preon_bin)]
+    if args.observability:
+        port = free_port()
+        env = dict(preon_env(pgport, port, args.sync), PREON_METRICS_ENABLED="true", PREON_LOG_ACCESS="true",
+                   PREON_LOG_LEVEL="info")
+        targets.append(Target("preon+metrics+access-log", [preon_bin], env, port, binary=preon_bin))
     if "go-gin" in args.peer:
         port = free_port()
         genv = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres",
@@ -116,6 +124,8 @@ def main():
     ap.add_argument("--starts", type=int, default=5, help="starts measured for start-up time")
     ap.add_argument("--sync", default="request", help="preon's database.sync for this run (request|batch)")
     ap.add_argument("--quick", action="store_true", help="1 round of 2 s, 2 starts")
+    ap.add_argument("--observability", action="store_true",
+                    help="compare preon with metrics and access logs off (first) and on (second) instead of with peers")
     ap.add_argument("--out", default=None, help="folder for results.json and report.md")
     args = ap.parse_args()
     if args.quick:

@@ -76,8 +76,10 @@ void preon_observe(preon_thread_t *thr, h2o_req_t *req, unsigned route, unsigned
 {
     preon_http_metrics_t *m = &thr->http;
     uint64_t ns = preon_now_ns() - start_ns;
-    preon_counter_add(&m->requests[(route * PREON_METHODS + method) * PREON_STATUSES + status_index(status)], 1);
-    preon_hist_observe(&m->duration[route], ns);
+    if (thr->cfg->metrics.enabled) {
+        preon_counter_add(&m->requests[(route * PREON_METHODS + method) * PREON_STATUSES + status_index(status)], 1);
+        preon_hist_observe(&m->duration[route], ns);
+    }
     if (thr->cfg->log.access) {
         h2o_iovec_t path = req != NULL ? req->path : h2o_iovec_init(H2O_STRLIT("-"));
         size_t bytes = req != NULL && req->res.content_length != SIZE_MAX ? req->res.content_length : 0;

@@ -53,6 +53,21 @@ def psql(sql, pgdir=None):
     return out.stdout.strip()
 
 
+def hold_lock(seconds, pgdir=None):
+    """Locks table fruits from another session for `seconds` (reads of it wait), once the lock is surely taken.
+    Returns the psql process holding it."""
+    p = subprocess.Popen([PG_SH, "psql", pgdir or PGDIR, "-c",
+                          "BEGIN; LOCK TABLE fruits IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(%s); COMMIT;" % seconds],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 5
+    while psql("SELECT count(*) FROM pg_locks WHERE relation = 'fruits'::regclass AND mode = 'AccessExclusiveLock'",
+               pgdir) != "1":
+        if time.monotonic() > deadline:
+            raise AssertionError("the lock was never taken")
+        time.sleep(0.02)
+    return p
+
+
 class Preon:
     """The binary under test, started on a free port of 127.0.0.1 with PREON_* overrides."""
 

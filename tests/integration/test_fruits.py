@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: MIT
 """/fruits and /fruits/{id} read the real table through the pipelined pool, in both Sync modes."""
 import json
-import unittest
 
 from harness import PreonTestCase, main, psql
 

@@ -3,7 +3,6 @@
 import http.client
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -14,7 +13,7 @@ import unittest
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness import BIN, PG_SH, PGDIR, SANITIZER_MARKS, Preon, PreonTestCase, free_port, main, parallel, psql, require_env
+from harness import BIN, SANITIZER_MARKS, Preon, PreonTestCase, free_port, hold_lock, main, parallel, require_env
 
 
 def scrape(p, path="/metrics"):
@@ -30,18 +29,6 @@ def scrape(p, path="/metrics"):
 
 def value(samples, name, **labels):
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def hold_lock(seconds):
-    p = subprocess.Popen([PG_SH, "psql", PGDIR, "-c",
-                          "BEGIN; LOCK TABLE fruits IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(%s); COMMIT;" % seconds],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 5
-    while psql("SELECT count(*) FROM pg_locks WHERE relation = 'fruits'::regclass AND mode = 'AccessExclusiveLock'") != "1":
-        if time.monotonic() > deadline:
-            raise AssertionError("lock not taken")
-        time.sleep(0.02)
-    return p
 
 
 class HealthMetricsTest(PreonTestCase):

@@ -10,7 +10,7 @@ import tempfile
 import threading
 import time
 
-from harness import PG_SH, PreonTestCase, free_port, main, pg, pg_url, psql
+from harness import PG_SH, PreonTestCase, free_port, hold_lock, main, pg, pg_url
 
 
 class OutageTest(PreonTestCase):
@@ -63,15 +63,8 @@ class OutageTest(PreonTestCase):
 
     def test_query_timeout_is_504(self):
         # A lock held by another session makes the SELECT wait longer than the query timeout.
-        holder = subprocess.Popen([PG_SH, "psql", self.dir, "-c",
-                                   "BEGIN; LOCK TABLE fruits IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        holder = hold_lock(2, self.dir)
         try:
-            deadline = time.monotonic() + 5
-            while psql("SELECT count(*) FROM pg_locks WHERE relation = 'fruits'::regclass AND mode = 'AccessExclusiveLock'",
-                       self.dir) != "1":
-                self.assertLess(time.monotonic(), deadline, "the lock was never taken")
-                time.sleep(0.02)
             results = []
             threads = [threading.Thread(target=lambda: results.append(self.preon.request("GET", "/fruits", timeout=10)))
                        for _ in range(5)]

@@ -3,25 +3,11 @@
 import json
 import signal
 import socket
-import subprocess
 import threading
 import time
 import unittest
 
-from harness import PG_SH, PGDIR, Preon, main, psql, require_env
-
-
-def hold_lock(seconds):
-    """Blocks reads of fruits for `seconds` from another session, so that requests stay in flight."""
-    p = subprocess.Popen([PG_SH, "psql", PGDIR, "-c",
-                          "BEGIN; LOCK TABLE fruits IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(%s); COMMIT;" % seconds],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 5
-    while psql("SELECT count(*) FROM pg_locks WHERE relation = 'fruits'::regclass AND mode = 'AccessExclusiveLock'") != "1":
-        if time.monotonic() > deadline:
-            raise AssertionError("lock not taken")
-        time.sleep(0.02)
-    return p
+from harness import Preon, hold_lock, main, require_env
 
 
 class ShutdownTest(unittest.TestCase):
