@@ -147,5 +147,49 @@ def main():
     save(results, report, args.out, "")
 
 
+def render(results, targets, conns):
+    names = [t.name for t in targets]
+    base = names[0]
+    rows = []
+
+    def med(name, key, field):
+        vals = [r[field] for r in results["targets"][name]["runs"][key] if r[field] is not None]
+        return statistics.median(vals) if vals else None
+
+    def row(label, values, fmt, ratio=True):
+        cells = [fmt % v if v is not None else "-" for v in values]
+        if len(values) > 1 and ratio:
+            for v in values[1:]:
+                cells.append("%.2f×" % (values[0] / v) if v else "-")
+        rows.append("| %s | %s |" % (label, " | ".join(cells)))
+
+    hdr = "| metric | " + " | ".join(names) + "".join(" | %s / %s" % (base, n) for n in names[1:]) + " |"
+    lines = ["Measured %s on %d CPUs (wrk -t2, %d s runs, median of %d rounds, order alternated), database.sync=%s." % (
+        results["date"], results["cpus"], results["args"]["duration"], results["args"]["rounds"], results["args"]["sync"]),
+        "", hdr, "|" + "---|" * (1 + len(names) * (2 if len(names) > 1 else 1) - (1 if len(names) > 1 else 0))]
+    for c in conns:
+        for path in ("/hello", "/fruits"):
+            key = "%s c%d" % (path, c)
+            row("%s -c%d requests/s" % (path, c), [med(n, key, "rps") for n in names], "%.0f")
+            for p in ("p50", "p99"):
+                row("%s -c%d %s latency (ms)" % (path, c, p), [med(n, key, p) for n in names], "%.2f")
+            row("%s -c%d non-2xx + socket errors" % (path, c),
+                [sum(r["non2xx"] + r["socket_errors"] for r in results["targets"][n]["runs"][key]) for n in names], "%d",
+                ratio=False)
+    for c in conns:
+        key = "/fruits c%d" % c
+        row("/fruits -c%d CPU seconds per 10k requests" % c,
+            [statistics.median(r["cpu_s"] / (r["rps"] * results["args"]["duration"]) * 10000
+                               for r in results["targets"][n]["runs"][key]) for n in names], "%.3f")
+    t = results["targets"]
+    row("exec → first 200 on /hello (ms)", [t[n]["start_hello_ms"] for n in names], "%.1f")
+    row("exec → first 200 on /fruits (ms)", [t[n]["start_db_ms"] for n in names], "%.1f")
+    row("idle RSS (kB)", [t[n]["idle_rss_kb"] for n in names], "%d")
+    row("peak RSS after the loads (kB)", [t[n]["peak_rss_kb"] for n in names], "%d")
+    row("threads", [t[n]["threads"] for n in names], "%d", ratio=False)
+    row("binary, stripped (bytes)", [t[n]["stripped_bytes"] for n in names], "%d")
+    return "\n".join(lines + rows) + "\n"
+
+
 if __name__ == "__main__":
     main()

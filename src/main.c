@@ -7,6 +7,7 @@
 #include "preon/config.h"
 #include "preon/db.h"
 #include "preon/log.h"
+#include "preon/probe.h"
 #include "preon/server.h"
 
 extern char **environ;
@@ -19,6 +20,7 @@ static void usage(FILE *fp)
                 "\n"
                 "  -c, --config FILE   YAML configuration (default: " DEFAULT_CONFIG " if it exists)\n"
                 "      --check-config  validate the configuration, print it, and exit (0 valid, 2 invalid)\n"
+                "      --probe PATH    ask the running preon (server.port on loopback) for PATH; exit 0 on 200\n"
                 "  -v, --version       print the version and exit\n"
                 "  -h, --help          print this help and exit\n"
                 "\n"
@@ -31,10 +33,11 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                              {"check-config", no_argument, NULL, 'C'},
+                                             {"probe", required_argument, NULL, 'P'},
                                              {"version", no_argument, NULL, 'v'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    const char *path = NULL;
+    const char *path = NULL, *probe = NULL;
     int check = 0, opt;
     while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
         switch (opt) {
@@ -43,6 +46,9 @@ int main(int argc, char **argv)
             break;
         case 'C':
             check = 1;
+            break;
+        case 'P':
+            probe = optarg;
             break;
         case 'v':
             printf("preon %s\n", PREON_VERSION);
@@ -72,6 +78,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         preon_config_dispose(&cfg);
         return 2;
+    }
+    if (probe != NULL) {
+        int rv = preon_probe(&cfg, probe);
+        preon_config_dispose(&cfg);
+        return rv;
     }
     preon_log_level = (preon_log_level_t)cfg.log.level;
     preon_log_format = (preon_log_format_t)cfg.log.format;

@@ -116,6 +116,19 @@ class CliTest(unittest.TestCase):
         r = run("extra-arg")
         self.assertEqual(r.returncode, 2)
 
+    def test_probe(self):
+        p = Preon(db_url="postgresql://postgres@127.0.0.1:%d/preon" % free_port())
+        try:
+            p.start(wait_db=False)
+            env = {"PREON_SERVER_PORT": str(p.port)}
+            self.assertEqual(run("--probe", "/health/live", env=env).returncode, 0)
+            self.assertEqual(run("--probe", "/health/ready", env=env).returncode, 1)  # no database: 503
+            self.assertEqual(run("--probe", "/nope", env=env).returncode, 1)
+            self.assertEqual(p.stop(), 0)
+            self.assertEqual(run("--probe", "/health/live", env=env).returncode, 1)  # nobody listening
+        finally:
+            p.cleanup()
+
     def test_port_in_use_fails_clearly(self):
         import socket
         with socket.socket() as s:
