@@ -50,24 +50,58 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     return preon_app_handle(preon_thread_of(req), req);
 }
 
-/* CPUs this process may use: its affinity mask, lowered by a cgroup v2 CPU quota (docker --cpus) if any. */
+/* Reads "quota period" CPU limits of the calling process's cgroup: v2 cpu.max, or v1 cpu.cfs_quota_us and
+ * cpu.cfs_period_us. Returns the limit rounded up, or 0 for none. Start-up only (small synchronous reads). */
+static unsigned cgroup_cpu_limit(void)
+{
+    char line[512], path[768];
+    long quota = -1, period = 0;
+    FILE *fp = fopen("/proc/self/cgroup", "r");
+    if (fp == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), fp) != NULL && quota < 0) {
+        line[strcspn(line, "\n")] = '\0';
+        char *ctrl = strchr(line, ':'), *cg = ctrl != NULL ? strchr(ctrl + 1, ':') : NULL;
+        if (cg == NULL)
+            continue;
+        *cg++ = '\0';
+        ctrl++;
+        FILE *f;
+        if (*ctrl == '\0') { /* v2 */
+            snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", strcmp(cg, "/") == 0 ? "" : cg);
+            if ((f = fopen(path, "r")) != NULL) {
+                if (fscanf(f, "%ld %ld", &quota, &period) != 2)
+                    quota = -1;
+                fclose(f);
+            }
+        } else if (strcmp(ctrl, "cpu") == 0 || strcmp(ctrl, "cpu,cpuacct") == 0 || strcmp(ctrl, "cpuacct,cpu") == 0) {
+            snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s/cpu.cfs_quota_us", ctrl, strcmp(cg, "/") == 0 ? "" : cg);
+            if ((f = fopen(path, "r")) != NULL) {
+                if (fscanf(f, "%ld", &quota) != 1)
+                    quota = -1;
+                fclose(f);
+            }
+            snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s/cpu.cfs_period_us", ctrl, strcmp(cg, "/") == 0 ? "" : cg);
+            if ((f = fopen(path, "r")) != NULL) {
+                if (fscanf(f, "%ld", &period) != 1)
+                    period = 0;
+                fclose(f);
+            }
+        }
+    }
+    fclose(fp);
+    return quota > 0 && period > 0 ? (unsigned)((quota + period - 1) / period) : 0;
+}
+
+/* CPUs this process may use: its affinity mask, lowered by a cgroup CPU quota (docker --cpus) if any. */
 static unsigned usable_cpus(void)
 {
-    unsigned n = 1;
+    unsigned n = 1, q;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0)
         n = (unsigned)CPU_COUNT(&set);
-    /* Start-up only: a small synchronous read is fine before any loop runs. */
-    FILE *fp = fopen("/sys/fs/cgroup/cpu.max", "r");
-    if (fp != NULL) {
-        long quota, period;
-        if (fscanf(fp, "%ld %ld", &quota, &period) == 2 && quota > 0 && period > 0) {
-            unsigned q = (unsigned)((quota + period - 1) / period);
-            if (q < n)
-                n = q;
-        }
-        fclose(fp);
-    }
+    if ((q = cgroup_cpu_limit()) != 0 && q < n)
+        n = q;
     return n < 1 ? 1 : n;
 }
 
