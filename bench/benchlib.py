@@ -68,23 +68,34 @@ def preon_env(pgport, port, sync="request"):
 
 
 class Target:
-    """A service under test: a command, its environment and the port it serves on."""
+    """A service under test: a command, its environment and its base URL. Its output goes to a log file, so that
+    a failure can be reported with its last lines."""
 
-    def __init__(self, name, argv, env, port, db_path="/fruits", binary=None):
-        self.name, self.argv, self.env, self.port, self.db_path, self.binary = name, argv, env, port, db_path, binary
+    def __init__(self, name, argv, env, port=None, db_path="/fruits", binary=None, url=None):
+        self.name, self.argv, self.env, self.db_path, self.binary = name, argv, env, db_path, binary
+        self.base_url = url or "http://127.0.0.1:%d" % port
         self.proc = None
+        self.log_path = tempfile.mktemp(prefix="bench-%s-" % name.replace("/", "_"), suffix=".log")
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return self.base_url
 
-    def start(self):
+    def log_tail(self, lines=20):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def start(self, timeout=60):
         """Starts the service; returns (seconds to first 200 on /hello, seconds to first 200 on the DB path)."""
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=logf, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
         first_hello = first_db = None
-        deadline = t0 + 60
+        deadline = t0 + timeout
         while time.monotonic() < deadline and (first_hello is None or first_db is None):
             if self.proc.poll() is not None:
                 raise RuntimeError("%s exited with %d at start" % (self.name, self.proc.returncode))
@@ -93,16 +104,24 @@ class Target:
             if first_hello is not None and get(self.url + self.db_path, 0.5) == 200:
                 first_db = time.monotonic() - t0
         if first_db is None:
-            raise RuntimeError("%s did not become ready" % self.name)
+            self.stop()
+            raise RuntimeError("%s did not become ready within %ds" % (self.name, timeout))
         return first_hello, first_db
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            # the whole session: a start command run through a shell takes its children along
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
             try:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.proc = None
 
@@ -111,25 +130,55 @@ _PCT = {k: re.compile(r"^\s+%s%%\s+([\d.]+)(us|ms|s)\s*$" % k[1:], re.M) for k i
 _SCALE_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
+def parse_wrk(out):
+    """wrk's output → requests/s, latency percentiles (ms, with --latency; p95 from bench/percentiles.lua),
+    non-2xx and socket error counts."""
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    res = {"rps": float(m.group(1)) if m else 0.0}
+    for k, rx in _PCT.items():
+        m = rx.search(out)
+        res[k] = float(m.group(1)) * _SCALE_MS[m.group(2)] if m else None
+    m = re.search(r"^p95_us=(\d+)", out, re.M)
+    res["p95"] = int(m.group(1)) / 1000.0 if m else None
+    m = re.search(r"(\d+) requests in", out)
+    res["requests"] = int(m.group(1)) if m else 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    res["non2xx"] = int(m.group(1)) if m else 0
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    res["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
+    return res
+
+
 def wrk(url, conns, duration, threads=2, script=None, script_args=()):
-    """One wrk run; returns requests/s, latency percentiles (ms), non-2xx and socket error counts."""
-    argv = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % duration, "--latency"]
+    """One wrk run (bounded by `duration`); see parse_wrk."""
+    argv = ["wrk", "-t%d" % min(threads, conns), "-c%d" % conns, "-d%ds" % duration, "--latency"]
     if script:
         argv += ["-s", script]
     argv.append(url)
     if script_args:
         argv += ["--", *script_args]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60).stdout
-    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    res = {"rps": float(m.group(1)) if m else 0.0}
-    for k, rx in _PCT.items():
-        m = rx.search(out)
-        res[k] = float(m.group(1)) * _SCALE_MS[m.group(2)] if m else None
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    res["non2xx"] = int(m.group(1)) if m else 0
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    res["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
-    return res
+    return parse_wrk(out)
+
+
+def parse_ab(out):
+    """ApacheBench's output → requests/s, mean and max latency (ms), completed and failed requests."""
+    def num(rx, conv=float):
+        m = re.search(rx, out, re.M)
+        return conv(m.group(1)) if m else None
+    return {"rps": num(r"^Requests per second:\s+([\d.]+)") or 0.0,
+            "mean_ms": num(r"^Time per request:\s+([\d.]+) \[ms\] \(mean\)$"),
+            "max_ms": num(r"^\s*100%\s+(\d+) \(longest request\)", int),
+            "complete": num(r"^Complete requests:\s+(\d+)", int) or 0,
+            "failed": num(r"^Failed requests:\s+(\d+)", int) or 0,
+            "non2xx": num(r"^Non-2xx responses:\s+(\d+)", int) or 0}
+
+
+def ab(url, n, c, timeout=300):
+    """One ApacheBench run: `n` requests, `c` at a time (keep-alive off, as the published posts ran it)."""
+    out = subprocess.run(["ab", "-q", "-n", str(n), "-c", str(c), "-s", "30", url], capture_output=True, text=True,
+                         timeout=timeout).stdout
+    return parse_ab(out)
 
 
 def save(results, report, out=None, prefix=""):
@@ -142,3 +191,65 @@ def save(results, report, out=None, prefix=""):
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(report)
     log("results in %s" % out)
+
+
+V1 = os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/cpu")
+
+
+class Cgroup:
+    """A cgroup of its own for one run; removed afterwards."""
+
+    def __init__(self, name, memory_mib=None, cpus=None):
+        self.dirs = []
+        if V1:
+            if memory_mib is not None:
+                d = "/sys/fs/cgroup/memory/" + name
+                os.makedirs(d, exist_ok=True)
+                self.write(d, "memory.limit_in_bytes", memory_mib << 20)
+                self.dirs.append(d)
+            if cpus is not None:
+                d = "/sys/fs/cgroup/cpu/" + name
+                os.makedirs(d, exist_ok=True)
+                self.write(d, "cpu.cfs_period_us", 100000)
+                self.write(d, "cpu.cfs_quota_us", int(cpus * 100000))
+                self.dirs.append(d)
+        else:
+            d = "/sys/fs/cgroup/" + name
+            os.makedirs(d, exist_ok=True)
+            if memory_mib is not None:
+                self.write(d, "memory.max", memory_mib << 20)
+                self.write(d, "memory.swap.max", 0)
+            if cpus is not None:
+                self.write(d, "cpu.max", "%d 100000" % int(cpus * 100000))
+            self.dirs.append(d)
+
+    @staticmethod
+    def write(d, f, v):
+        with open(os.path.join(d, f), "w") as fp:
+            fp.write(str(v))
+
+    def wrap(self, argv):
+        """A command that joins the cgroup(s) before exec'ing argv, so that every page is charged there."""
+        if not self.dirs:
+            return list(argv)
+        joins = " && ".join("echo $$ > %s/cgroup.procs" % d for d in self.dirs)
+        return ["sh", "-c", joins + ' && exec "$@"', "sh", *argv]
+
+    def peak_bytes(self):
+        for d in self.dirs:
+            for f in ("memory.max_usage_in_bytes", "memory.peak"):
+                try:
+                    with open(os.path.join(d, f)) as fp:
+                        return int(fp.read())
+                except OSError:
+                    pass
+        return None
+
+    def remove(self):
+        for d in self.dirs:
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError:
+                    time.sleep(0.1)

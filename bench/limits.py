@@ -11,72 +11,9 @@ hierarchies (or cgroup v2 with those controllers) under /sys/fs/cgroup.
 import argparse
 import os
 import signal
-import subprocess
 import time
 
-from benchlib import Target, build_preon, free_port, log, preon_env, private_postgres, save, wrk
-
-V1 = os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/cpu")
-
-
-class Cgroup:
-    """A cgroup of its own for one run; removed afterwards."""
-
-    def __init__(self, name, memory_mib=None, cpus=None):
-        self.dirs = []
-        if V1:
-            if memory_mib is not None:
-                d = "/sys/fs/cgroup/memory/" + name
-                os.makedirs(d, exist_ok=True)
-                self.write(d, "memory.limit_in_bytes", memory_mib << 20)
-                self.dirs.append(d)
-            if cpus is not None:
-                d = "/sys/fs/cgroup/cpu/" + name
-                os.makedirs(d, exist_ok=True)
-                self.write(d, "cpu.cfs_period_us", 100000)
-                self.write(d, "cpu.cfs_quota_us", int(cpus * 100000))
-                self.dirs.append(d)
-        else:
-            d = "/sys/fs/cgroup/" + name
-            os.makedirs(d, exist_ok=True)
-            if memory_mib is not None:
-                self.write(d, "memory.max", memory_mib << 20)
-                self.write(d, "memory.swap.max", 0)
-            if cpus is not None:
-                self.write(d, "cpu.max", "%d 100000" % int(cpus * 100000))
-            self.dirs.append(d)
-
-    @staticmethod
-    def write(d, f, v):
-        with open(os.path.join(d, f), "w") as fp:
-            fp.write(str(v))
-
-    def wrap(self, argv):
-        """A command that joins the cgroup(s) before exec'ing argv, so that every page is charged there."""
-        if not self.dirs:
-            return list(argv)
-        joins = " && ".join("echo $$ > %s/cgroup.procs" % d for d in self.dirs)
-        return ["sh", "-c", joins + ' && exec "$@"', "sh", *argv]
-
-    def peak_bytes(self):
-        for d in self.dirs:
-            for f in ("memory.max_usage_in_bytes", "memory.peak"):
-                try:
-                    with open(os.path.join(d, f)) as fp:
-                        return int(fp.read())
-                except OSError:
-                    pass
-        return None
-
-    def remove(self):
-        for d in self.dirs:
-            for _ in range(50):
-                try:
-                    os.rmdir(d)
-                    break
-                except OSError:
-                    time.sleep(0.1)
-
+from benchlib import Cgroup, Target, build_preon, free_port, log, preon_env, private_postgres, save, wrk
 
 def run_one(preon_bin, pgport, label, duration, memory_mib=None, cpus=None):
     cg = Cgroup("preon-bench-%d-%s" % (os.getpid(), label.replace(" ", "").replace(".", "_")), memory_mib, cpus)

@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The published Quarkus / Go / Spring experiments, re-run against preon or any HTTP service, with tables and
+charts. One command:
+
+  bench/run.py                                   # every scenario, published durations, against preon
+  bench/run.py --quick                           # every scenario in seconds (CI, development)
+  bench/run.py --scenario hello,db --target preon \\
+      --target "name=quarkus-native,start='./app-runner',url=http://127.0.0.1:8081,db-path=/fruits"
+
+Scenarios: hello (wrk -t10 -c50 -d60s /hello), hello-latency (wrk -c50 -d20s --latency), db (ab -n 10000 -c 100
+on the DB path, cold then warm), startup (exec → first 200 on /hello and on the DB path, median of several
+starts), footprint (binary, runtime closure, idle and peak RSS, threads, CPU seconds per 10k requests), limits
+(the hello load under memory caps 32/64/128/256 MiB and CPU quotas 0.5/1/2, through cgroups), c10k (10,000
+concurrent keep-alive connections on the DB path). A target is preon (built here, on a private PostgreSQL) or
+a start command and a base URL; a start command gets PGHOST/PGPORT/PGDATABASE/PGUSER of the same private
+PostgreSQL. Targets take turns in each scenario (A B, then B A), on loopback only, every run bounded in time.
+Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
+"""
+import argparse
+import os
+import resource
+import shlex
+import statistics
+import subprocess
+import time
+
+from benchlib import (HERE, REPO, Cgroup, Target, ab, build_preon, free_port, log, preon_env, private_postgres, save,
+                      wrk)
+
+SCENARIOS = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "c10k"]
+FULL = {"hello_s": 60, "latency_s": 20, "ab_n": 10000, "starts": 5, "limit_s": 30, "c10k_conns": 10000, "c10k_s": 30,
+        "memory": [32, 64, 128, 256], "cpus": [0.5, 1, 2]}
+QUICK = {"hello_s": 2, "latency_s": 2, "ab_n": 2000, "starts": 2, "limit_s": 2, "c10k_conns": 1000, "c10k_s": 3,
+         "memory": [32, 64], "cpus": [0.5, 1]}
+
+
+def parse_target(spec):
+    """"name=x,start='cmd args',url=http://…,db-path=/fruits" → dict. "preon" alone means preon itself."""
+    if spec == "preon":
+        return {"name": "preon", "preon": True}
+    lexer = shlex.shlex(spec, posix=True)
+    lexer.whitespace = ","
+    lexer.whitespace_split = True
+    out = {"db-path": "/fruits"}
+    for item in lexer:
+        key, sep, value = item.partition("=")
+        if not sep or key not in ("name", "start", "url", "db-path"):
+            raise ValueError("bad target field %r (expected name=, start=, url=, db-path=)" % item)
+        out[key] = value
+    for key in ("name", "start", "url"):
+        if not out.get(key):
+            raise ValueError("target %r lacks %s=" % (spec, key))
+    return out
+
+
+def make_target(t, preon_bin, pgport):
+    if t.get("preon"):
+        port = free_port()
+        return Target("preon", [preon_bin], preon_env(pgport, port), port, binary=preon_bin)
+    env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
+    first = shlex.split(t["start"])[0]
+    binary = first if os.path.isfile(first) else None
+    return Target(t["name"], ["sh", "-c", t["start"]], env, db_path=t["db-path"], binary=binary, url=t["url"].rstrip("/"))
+
+
+def rss_kb(pid, field="VmRSS"):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def main_pid(t):
+    """The service's own process: the start command's shell may have exec'd it, or started it as its child."""
+    pid = t.proc.pid
+    try:
+        children = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
+        return int(children[0]) if children else pid
+    except OSError:
+        return pid
+
+
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def runtime_closure(binary):
+    """Bytes of the binary plus every shared library it loads that a slim Debian image lacks (the ones whose
+    package has Priority other than required)."""
+    total = os.path.getsize(binary)
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    for lib in [l.split("=>")[1].split("(")[0].strip() for l in out.splitlines() if "=>" in l and "/" in l]:
+        pkg = subprocess.run(["dpkg", "-S", "*/" + os.path.basename(lib)], capture_output=True, text=True).stdout
+        pkg = pkg.split(":")[0] if pkg else ""
+        prio = subprocess.run(["dpkg-query", "-W", "-f=${Priority}", pkg], capture_output=True, text=True).stdout if pkg else ""
+        if prio != "required":
+            total += os.path.getsize(os.path.realpath(lib))
+    return total
+
+
+class Runner:
+    def __init__(self, args, targets):
+        self.args, self.targets = args, targets
+        self.p = QUICK if args.quick else FULL
+        self.results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "quick": args.quick,
+                        "params": self.p, "targets": [t.name for t in targets], "scenarios": {}}
+        self.started = time.monotonic()
+
+    def record(self, scenario, target, value):
+        self.results["scenarios"].setdefault(scenario, {})[target.name] = value
+
+    def ensure(self, t):
+        if not t.alive():
+            t.start()
+
+    def each(self, scenario, index, fn, eta_s):
+        """Runs fn(target) for every target, alternating the order by scenario; a failure is recorded with the
+        target's last log lines and the others go on."""
+        order = self.targets if index % 2 == 0 else list(reversed(self.targets))
+        for i, t in enumerate(order):
+            log("%s: %s (%d/%d), ~%ds left in this scenario, %ds so far" % (
+                scenario, t.name, i + 1, len(order), eta_s * (len(order) - i), time.monotonic() - self.started))
+            try:
+                self.ensure(t)
+                self.record(scenario, t, fn(t))
+            except Exception as e:  # noqa: BLE001 - reported, and the other targets still run
+                self.record(scenario, t, {"error": str(e), "log_tail": t.log_tail()})
+                t.stop()
+
+    def run(self, scenarios):
+        for i, s in enumerate(scenarios):
+            getattr(self, "s_" + s.replace("-", "_"))(i)
+        for t in self.targets:
+            t.stop()
+        return self.results
+
+    def s_hello(self, i):
+        self.each("hello", i, lambda t: wrk(t.url + "/hello", 50, self.p["hello_s"], threads=10), self.p["hello_s"])
+
+    def s_hello_latency(self, i):
+        self.each("hello-latency", i, lambda t: wrk(t.url + "/hello", 50, self.p["latency_s"], threads=2),
+                  self.p["latency_s"])
+
+    def s_db(self, i):
+        def run(t):
+            t.stop()  # cold: a fresh start, as the published Go-vs-Quarkus runs did
+            t.start()
+            return {"cold": ab(t.url + t.db_path, self.p["ab_n"], 100), "warm": ab(t.url + t.db_path, self.p["ab_n"], 100)}
+        self.each("db", i, run, 20)
+
+    def s_startup(self, i):
+        def run(t):
+            times = []
+            for _ in range(self.p["starts"]):
+                t.stop()
+                times.append(t.start())
+            return {"hello_ms": statistics.median(x[0] for x in times) * 1000,
+                    "db_ms": statistics.median(x[1] for x in times) * 1000}
+        self.each("startup", i, run, 2 * self.p["starts"])
+
+    def s_footprint(self, i):
+        def run(t):
+            t.stop()
+            t.start()
+            time.sleep(1)
+            pid = main_pid(t)
+            out = {"idle_rss_kb": rss_kb(pid), "threads": len(os.listdir("/proc/%d/task" % pid))}
+            if t.binary:
+                out["binary_bytes"] = os.path.getsize(t.binary)
+                out["closure_bytes"] = runtime_closure(t.binary)
+            c0 = cpu_s(pid)
+            h = wrk(t.url + "/hello", 50, self.p["latency_s"])
+            out["peak_rss_hello_kb"] = rss_kb(pid, "VmHWM")
+            d = wrk(t.url + t.db_path, 50, self.p["latency_s"])
+            out["peak_rss_db_kb"] = rss_kb(pid, "VmHWM")
+            n = h["requests"] + d["requests"]
+            out["cpu_s_per_10k"] = (cpu_s(pid) - c0) / n * 10000 if n else None
+            return out
+        self.each("footprint", i, run, 2 * self.p["latency_s"] + 3)
+
+    def s_limits(self, i):
+        def run(t):
+            rows = {}
+            t.stop()
+            for label, mem, cpus in [("memory %d MiB" % m, m, None) for m in self.p["memory"]] + \
+                                    [("cpus %g" % c, None, c) for c in self.p["cpus"]]:
+                cg = Cgroup("preon-bench-%d-%s" % (os.getpid(), label.replace(" ", "").replace(".", "_")), mem, cpus)
+                limited = Target(t.name, cg.wrap(t.argv), t.env, db_path=t.db_path, url=t.url)
+                row = {"rps": None, "rss_kb": None, "result": "ok"}
+                try:
+                    limited.start()
+                    row["rps"] = wrk(limited.url + "/hello", 50, self.p["limit_s"])["rps"]
+                    if limited.alive():
+                        row["rss_kb"] = rss_kb(main_pid(limited), "VmHWM")
+                    else:
+                        row["result"] = "OOM" if limited.proc.returncode == -9 else "failed"
+                except Exception as e:  # noqa: BLE001 - the row says what happened
+                    row["result"] = "failed: %s" % e
+                finally:
+                    limited.stop()
+                    cg.remove()
+                rows[label] = row
+            return rows
+        self.each("limits", i, run, (len(self.p["memory"]) + len(self.p["cpus"])) * (self.p["limit_s"] + 1))
+
+    def s_c10k(self, i):
+        n = self.p["c10k_conns"]
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = min(hard, n + 4096) if hard != resource.RLIM_INFINITY else n + 4096
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))  # wrk's, and restarted targets'
+
+        def run(t):
+            t.stop()  # restarted to inherit the raised descriptor limit
+            t.start()
+            return wrk(t.url + t.db_path, n, self.p["c10k_s"], threads=2, script=os.path.join(HERE, "percentiles.lua"))
+        self.each("c10k", i, run, self.p["c10k_s"] + 2)
+
+
+def fmt(v, f="%.0f"):
+    return "-" if v is None else f % v
+
+
+def render(results):
+    """Markdown: one table per scenario, rows = metrics, columns = targets, plus ratios to the first target."""
+    names = results["targets"]
+    sc = results["scenarios"]
+    out = ["Measured %s on %d CPUs%s; targets: %s." % (results["date"], results["cpus"],
+                                                       " (quick mode)" if results["quick"] else "", ", ".join(names))]
+
+    def table(title, rows):
+        """rows: (label, [value per target], format, ratio?)"""
+        out.extend(["", "### " + title, "",
+                    "| metric | " + " | ".join(names) + "".join(" | %s / %s" % (names[0], n) for n in names[1:]) + " |",
+                    "|---|" + "---|" * (2 * len(names) - 1)])
+        for label, vals, f, ratio in rows:
+            cells = [fmt(v, f) for v in vals]
+            cells += [("%.2f×" % (vals[0] / v) if ratio and v and vals[0] is not None else "-") for v in vals[1:]]
+            out.append("| %s | %s |" % (label, " | ".join(cells)))
+
+    def get(scenario, name, *keys):
+        v = sc.get(scenario, {}).get(name, {})
+        for k in keys:
+            v = v.get(k) if isinstance(v, dict) else None
+        return v
+
+    for s in SCENARIOS:
+        if s not in sc:
+            continue
+        errors = [(n, sc[s][n]["error"], sc[s][n].get("log_tail", "")) for n in names
+                  if isinstance(sc[s].get(n), dict) and "error" in sc[s][n]]
+        if s in ("hello", "hello-latency", "c10k"):
+            rows = [("requests/s", [get(s, n, "rps") for n in names], "%.0f", True)]
+            for p in (("p50", "p75", "p90", "p99") if s == "hello-latency" else ("p95",) if s == "c10k" else ()):
+                rows.append(("%s latency (ms)" % p, [get(s, n, p) for n in names], "%.2f", True))
+            rows.append(("non-2xx + socket errors", [(get(s, n, "non2xx") or 0) + (get(s, n, "socket_errors") or 0)
+                                                      if get(s, n, "rps") is not None else None for n in names], "%d", False))
+            table(s, rows)
+        elif s == "db":
+            rows = []
+            for phase in ("cold", "warm"):
+                rows += [("%s requests/s" % phase, [get(s, n, phase, "rps") for n in names], "%.0f", True),
+                         ("%s mean latency (ms)" % phase, [get(s, n, phase, "mean_ms") for n in names], "%.2f", True),
+                         ("%s max latency (ms)" % phase, [get(s, n, phase, "max_ms") for n in names], "%d", True),
+                         ("%s failed requests" % phase, [get(s, n, phase, "failed") for n in names], "%d", False)]
+            table("db (ab)", rows)
+        elif s == "startup":
+            table("startup", [("exec → first 200 on /hello (ms)", [get(s, n, "hello_ms") for n in names], "%.1f", True),
+                              ("exec → first 200 on the DB path (ms)", [get(s, n, "db_ms") for n in names], "%.1f", True)])
+        elif s == "footprint":
+            table("footprint", [(label, [get(s, n, k) for n in names], f, True) for label, k, f in (
+                ("binary (bytes)", "binary_bytes", "%d"), ("runtime closure (bytes)", "closure_bytes", "%d"),
+                ("idle RSS (kB)", "idle_rss_kb", "%d"), ("peak RSS, hello load (kB)", "peak_rss_hello_kb", "%d"),
+                ("peak RSS, db load (kB)", "peak_rss_db_kb", "%d"), ("threads", "threads", "%d"),
+                ("CPU seconds per 10k requests", "cpu_s_per_10k", "%.3f"))])
+        elif s == "limits":
+            labels = []
+            for n in names:
+                for label in (sc[s].get(n) or {}):
+                    if label not in labels and label != "error" and label != "log_tail":
+                        labels.append(label)
+            rows = []
+            for label in labels:
+                rows.append(("%s: hello requests/s" % label, [get(s, n, label, "rps") for n in names], "%.0f", True))
+                rows.append(("%s: peak RSS (kB)" % label, [get(s, n, label, "rss_kb") for n in names], "%d", True))
+            table("limits", rows)
+            for n in names:
+                for label in labels:
+                    r = get(s, n, label, "result")
+                    if r and r != "ok":
+                        out.append("- %s, %s: %s" % (n, label, r))
+        for n, e, tail in errors:
+            out.append("- **%s: %s**" % (n, e))
+            if tail.strip():
+                out.append("\n  last log lines:\n\n" + "".join("      " + l + "\n" for l in tail.strip().split("\n")[-10:]))
+    return "\n".join(out) + "\n"
+
+
+def charts(results, outdir):
+    """PNG charts through gnuplot: requests/s per target per scenario, hello latency percentiles, RSS and
+    requests/s under each memory limit. Returns the files written."""
+    names, sc, written = results["targets"], results["scenarios"], []
+
+    def plot(name, data, script):
+        dat = os.path.join(outdir, name + ".dat")
+        with open(dat, "w") as f:
+            f.write(data)
+        png = os.path.join(outdir, name + ".png")
+        gp = ('set terminal pngcairo size 900,500 font ",10"; set output "%s"; set style data histograms; '
+              'set style histogram clustered gap 1; set style fill solid 0.8 border -1; set key outside; '
+              'set grid ytics; set yrange [0:*]; ' % png) + script % {"dat": dat}
+        if subprocess.run(["gnuplot", "-e", gp], capture_output=True).returncode == 0 and os.path.exists(png):
+            written.append(png)
+
+    cols = " ".join('"%s"' % n for n in names)
+    rows = []
+    for s, key in (("hello", ("rps",)), ("hello-latency", ("rps",)), ("db", ("warm", "rps")), ("c10k", ("rps",))):
+        if s in sc:
+            vals = []
+            for n in names:
+                v = sc[s].get(n, {})
+                for k in key:
+                    v = v.get(k) if isinstance(v, dict) else None
+                vals.append(v or 0)
+            rows.append('"%s" %s' % (s, " ".join("%.1f" % v for v in vals)))
+    if rows:
+        plot("requests", "scenario %s\n%s\n" % (cols, "\n".join(rows)),
+             'set title "requests/s"; set ylabel "requests/s"; plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead'
+             % (len(names) + 1))
+    if "hello-latency" in sc:
+        rows = ['"%s" %s' % (p, " ".join("%.3f" % ((sc["hello-latency"].get(n) or {}).get(p) or 0) for n in names))
+                for p in ("p50", "p75", "p90", "p99")]
+        plot("latency", "percentile %s\n%s\n" % (cols, "\n".join(rows)),
+             'set title "/hello latency (wrk -c50)"; set ylabel "ms"; '
+             'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead' % (len(names) + 1))
+    if "limits" in sc:
+        labels = [l for l in next((v for v in sc["limits"].values() if isinstance(v, dict)), {}) if l.startswith("memory")]
+        if labels:
+            rows = ['"%s" %s %s' % (l.replace("memory ", ""),
+                                    " ".join("%.0f" % (((sc["limits"].get(n) or {}).get(l) or {}).get("rss_kb") or 0) for n in names),
+                                    " ".join("%.0f" % (((sc["limits"].get(n) or {}).get(l) or {}).get("rps") or 0) for n in names))
+                    for l in labels]
+            rss_cols = " ".join('"%s RSS kB"' % n for n in names)
+            rps_cols = " ".join('"%s req/s"' % n for n in names)
+            plot("limits", "limit %s %s\n%s\n" % (rss_cols, rps_cols, "\n".join(rows)),
+                 'set title "under memory limits: peak RSS (kB) and /hello requests/s"; set logscale y; set yrange [1:*]; '
+                 'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead' % (2 * len(names) + 1))
+    return written
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", action="append", default=[], help="preon, or name=…,start='…',url=…,db-path=…")
+    ap.add_argument("--scenario", default=",".join(SCENARIOS), help="comma-separated, from: " + ", ".join(SCENARIOS))
+    ap.add_argument("--quick", action="store_true", help="every scenario in seconds")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    specs = [parse_target(s) for s in (args.target or ["preon"])]
+    scenarios = [s for s in args.scenario.split(",") if s]
+    for s in scenarios:
+        if s not in SCENARIOS:
+            ap.error("unknown scenario %r" % s)
+    if "limits" in scenarios and os.geteuid() != 0:
+        ap.error("the limits scenario needs root (cgroups)")
+    preon_bin = build_preon()
+    with private_postgres("synchronous_commit = off") as pgport:
+        targets = [make_target(t, preon_bin, pgport) for t in specs]
+        try:
+            results = Runner(args, targets).run(scenarios)
+        finally:
+            for t in targets:
+                t.stop()
+    out = args.out or os.path.join(HERE, "results", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    pngs = charts(results, out)
+    report = render(results) + "".join("\n![%s](%s)\n" % (os.path.basename(p), os.path.basename(p)) for p in pngs)
+    save(results, report, out)
+
+
+if __name__ == "__main__":
+    main()
