@@ -7,6 +7,7 @@ charts. One command:
   bench/run.py --quick                           # every scenario in seconds (CI, development)
   bench/run.py --scenario hello,db --target preon \\
       --target "name=quarkus-native,start='./app-runner',url=http://127.0.0.1:8081,db-path=/fruits"
+      (binary=PATH names the file whose size and libraries the footprint reports, when start is a script)
 
 Scenarios: hello (wrk -t10 -c50 -d60s /hello), hello-latency (wrk -c50 -d20s --latency), db (ab -n 10000 -c 100
 on the DB path, cold then warm), startup (exec → first 200 on /hello and on the DB path, median of several
@@ -45,8 +46,8 @@ def parse_target(spec):
     out = {"db-path": "/fruits"}
     for item in lexer:
         key, sep, value = item.partition("=")
-        if not sep or key not in ("name", "start", "url", "db-path"):
-            raise ValueError("bad target field %r (expected name=, start=, url=, db-path=)" % item)
+        if not sep or key not in ("name", "start", "url", "db-path", "binary"):
+            raise ValueError("bad target field %r (expected name=, start=, url=, db-path=, binary=)" % item)
         out[key] = value
     for key in ("name", "start", "url"):
         if not out.get(key):
@@ -60,7 +61,7 @@ def make_target(t, preon_bin, pgport):
         return Target("preon", [preon_bin], preon_env(pgport, port), port, binary=preon_bin)
     env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
     first = shlex.split(t["start"])[0]
-    binary = first if os.path.isfile(first) else None
+    binary = t.get("binary") or (first if os.path.isfile(first) else None)
     return Target(t["name"], ["sh", "-c", t["start"]], env, db_path=t["db-path"], binary=binary, url=t["url"].rstrip("/"))
 
 

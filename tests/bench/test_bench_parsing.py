@@ -73,6 +73,7 @@ class ParsingTest(unittest.TestCase):
         self.assertEqual(t, {"name": "quarkus-native", "start": "./app-runner -Dx=1,2", "url": "http://127.0.0.1:8081",
                              "db-path": "/fruits"})
         self.assertEqual(parse_target("name=go,start=./go,url=http://127.0.0.1:9")["db-path"], "/fruits")
+        self.assertEqual(parse_target("name=go,start='sh run.sh',url=http://h:1,binary=/tmp/go")["binary"], "/tmp/go")
         for bad in ("name=x", "name=x,start=y", "name=x,start=y,url=z,color=red", "oops"):
             with self.assertRaises(ValueError):
                 parse_target(bad)

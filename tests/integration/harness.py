@@ -97,6 +97,9 @@ class Preon:
             except OSError:
                 pass
             time.sleep(0.02)
+        # Not ready: end it here, since a failed setUpClass never reaches tearDownClass.
+        self.proc.kill()
+        self.proc.wait()
         raise AssertionError("preon did not become ready:\n" + self.output())
 
     def request(self, method, path, body=None, headers=None, timeout=10):
