@@ -140,8 +140,13 @@ def parse_wrk(out):
         res[k] = float(m.group(1)) * _SCALE_MS[m.group(2)] if m else None
     m = re.search(r"^p95_us=(\d+)", out, re.M)
     res["p95"] = int(m.group(1)) / 1000.0 if m else None
-    m = re.search(r"(\d+) requests in", out)
+    m = re.search(r"(\d+) requests in ([\d.]+)(ms|s|m)\b", out)
     res["requests"] = int(m.group(1)) if m else 0
+    secs = float(m.group(2)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(3)] if m else 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    non2xx = int(m.group(1)) if m else 0
+    # answers that were not errors, per second: with backpressure (503) requests/s alone flatters a server
+    res["ok_rps"] = (res["requests"] - non2xx) / secs if secs else 0.0
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     res["non2xx"] = int(m.group(1)) if m else 0
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)

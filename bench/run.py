@@ -19,6 +19,7 @@ PostgreSQL. Targets take turns in each scenario (A B, then B A), on loopback onl
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
 import argparse
+import json
 import os
 import resource
 import shlex
@@ -257,11 +258,12 @@ def render(results):
         errors = [(n, sc[s][n]["error"], sc[s][n].get("log_tail", "")) for n in names
                   if isinstance(sc[s].get(n), dict) and "error" in sc[s][n]]
         if s in ("hello", "hello-latency", "c10k"):
-            rows = [("requests/s", [get(s, n, "rps") for n in names], "%.0f", True)]
+            rows = [("requests/s", [get(s, n, "rps") for n in names], "%.0f", True),
+                    ("2xx answers/s", [get(s, n, "ok_rps") for n in names], "%.0f", True)]
             for p in (("p50", "p75", "p90", "p99") if s == "hello-latency" else ("p95",) if s == "c10k" else ()):
                 rows.append(("%s latency (ms)" % p, [get(s, n, p) for n in names], "%.2f", True))
-            rows.append(("non-2xx + socket errors", [(get(s, n, "non2xx") or 0) + (get(s, n, "socket_errors") or 0)
-                                                      if get(s, n, "rps") is not None else None for n in names], "%d", False))
+            rows.append(("non-2xx answers (503 = backpressure)", [get(s, n, "non2xx") for n in names], "%d", False))
+            rows.append(("socket errors", [get(s, n, "socket_errors") for n in names], "%d", False))
             table(s, rows)
         elif s == "db":
             rows = []
@@ -361,7 +363,15 @@ def main():
     ap.add_argument("--scenario", default=",".join(SCENARIOS), help="comma-separated, from: " + ", ".join(SCENARIOS))
     ap.add_argument("--quick", action="store_true", help="every scenario in seconds")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
     args = ap.parse_args()
+    if args.render:
+        with open(os.path.join(args.render, "results.json")) as f:
+            results = json.load(f)
+        pngs = charts(results, args.render)
+        save(results, render(results) + "".join("\n![%s](%s)\n" % (os.path.basename(p), os.path.basename(p))
+                                                for p in pngs), args.render)
+        return
     specs = [parse_target(s) for s in (args.target or ["preon"])]
     scenarios = [s for s in args.scenario.split(",") if s]
     for s in scenarios:

@@ -15,6 +15,10 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$JOBS" >/dev/null
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPREON_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$JOBS" >/dev/null
+echo "==> building the libFuzzer targets with clang (build-fuzz/)"
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DPREON_FUZZ=ON \
+    -DPREON_FUZZ_SECONDS="${PREON_FUZZ_SECONDS:-20}" >/dev/null
+cmake --build build-fuzz -j"$JOBS" >/dev/null
 
 PGDIR=$(mktemp -d /tmp/preon-test-pg.XXXXXX)
 chmod 755 "$PGDIR"
@@ -31,7 +35,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export LSAN_OPTIONS=suppressions=$REPO/tests/lsan.supp:print_suppressions=0
 
 passed=0 failed=0 status=0
-for dir in build build-asan; do
+for dir in build build-asan build-fuzz; do
     echo "==> ctest in $dir"
     log=$(mktemp)
     (cd "$dir" && ctest --output-on-failure --timeout 300) 2>&1 | tee "$log" || status=1

@@ -56,6 +56,7 @@ class ParsingTest(unittest.TestCase):
         self.assertEqual(r["requests"], 362188)
         self.assertEqual(r["socket_errors"], 5)
         self.assertEqual(r["non2xx"], 7)
+        self.assertAlmostEqual(r["ok_rps"], (362188 - 7) / 2.0)
 
     def test_wrk_failed_run(self):
         r = parse_wrk("unable to connect to 127.0.0.1:1 Connection refused\n")
@@ -88,6 +89,7 @@ class ParsingTest(unittest.TestCase):
         md = render(results)
         self.assertIn("| metric | preon | go | preon / go |", md)
         self.assertIn("| requests/s | 181035 | 90518 | 2.00× |", md)
+        self.assertIn("| non-2xx answers (503 = backpressure) | 7 | 7 | - |", md)
         self.assertIn("| exec → first 200 on /hello (ms) | 7.5 | 15.0 | 0.50× |", md)
         self.assertIn("| warm requests/s | 30096 | - | - |", md)
         self.assertIn("**go: go exited with 3 at start**", md)

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target: the parsers of request input: the {id} segment, query parameters, the Content-Type check
+ * and the fruit body (JSON) validator. Also checks their contracts, not only that they do not crash. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include "preon/body.h"
+#include "preon/params.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *s = (const char *)data, *why = NULL;
+    int32_t id = -1;
+    if (preon_parse_id(s, size, &id, &why) == 0 && (id < 1))
+        __builtin_trap();
+    int n = preon_query_int_clamped(s, size, "queries", 1, 500);
+    if (n < 1 || n > 500)
+        __builtin_trap();
+    (void)preon_is_json_media_type(s, size);
+    json_t *doc = NULL;
+    const char *name;
+    size_t len;
+    char msg[256];
+    if (preon_fruit_body_parse(s, size, &doc, &name, &len, msg, sizeof(msg)) == 0) {
+        if (doc == NULL || len == 0 || memchr(name, '\0', len) != NULL)
+            __builtin_trap();
+        json_decref(doc);
+    } else if (doc != NULL) {
+        __builtin_trap();
+    }
+    return 0;
+}
