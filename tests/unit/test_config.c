@@ -36,7 +36,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.server.shutdown_timeout_ms, 10000);
     assert_string_equal(cfg.database.url, "");
     assert_int_equal(cfg.database.connections_per_thread, 1);
-    assert_int_equal(cfg.database.max_queued, 4096);
+    assert_int_equal(cfg.database.max_queued, 16384);
     assert_int_equal(cfg.database.query_timeout_ms, 5000);
     assert_int_equal(cfg.database.sync, PREON_SYNC_REQUEST);
     assert_int_equal(cfg.log.level, 2);
