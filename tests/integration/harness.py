@@ -71,7 +71,7 @@ def hold_lock(seconds, pgdir=None):
 class Preon:
     """The binary under test, started on a free port of 127.0.0.1 with PREON_* overrides."""
 
-    def __init__(self, db_url=None, args=(), **settings):
+    def __init__(self, db_url=None, args=(), wrapper=(), **settings):
         self.port = free_port()
         self.env = dict(os.environ)
         self.env.update({"PREON_SERVER_LISTEN": "127.0.0.1", "PREON_SERVER_PORT": str(self.port),
@@ -79,14 +79,15 @@ class Preon:
                          "PREON_DATABASE_URL": db_url if db_url is not None else pg_url()})
         self.env.update({("PREON_" + k).upper(): str(v) for k, v in settings.items()})
         self.args = list(args)
+        self.wrapper = list(wrapper)  # e.g. valgrind and its options
         self.log = tempfile.NamedTemporaryFile(prefix="preon-", suffix=".log", delete=False)
         self.proc = None
 
     def start(self, wait_db=True):
         # Run from a folder without config/preon.yaml so that only the environment configures it.
-        self.proc = subprocess.Popen([BIN, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen([*self.wrapper, BIN, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                      cwd=tempfile.gettempdir())
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + (60 if self.wrapper else 20)
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("preon exited with %d:\n%s" % (self.proc.returncode, self.output()))
