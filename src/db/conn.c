@@ -395,8 +395,10 @@ void preon_db_conn_send(preon_db_conn_t *c)
     while ((q = c->unsent_head) != NULL) {
         if ((c->unsent_head = q->_next) == NULL)
             c->unsent_tail = &c->unsent_head;
-        /* A write never shares a Sync with another request: close the batch before it. */
-        if (sync_owed && (q->flags & PREON_DB_WRITE)) {
+        /* A write, or a read sent again after a neighbour aborted its batch, never shares a Sync with another
+         * request: close the batch before it (and after it, below), so it fails only on its own merits. */
+        int alone = (q->flags & PREON_DB_WRITE) || q->_resent;
+        if (sync_owed && alone) {
             if (!PQpipelineSync(c->pg))
                 goto Broken;
             push(c, ENTRY_SYNC, 0, NULL);
@@ -418,7 +420,7 @@ void preon_db_conn_send(preon_db_conn_t *c)
         }
         push(c, ENTRY_QUERY, 0, q);
         q->_sent_at = now_ms(c);
-        if ((q->flags & PREON_DB_MORE) || (batch && !(q->flags & PREON_DB_WRITE))) {
+        if ((q->flags & PREON_DB_MORE) || (batch && !alone)) {
             sync_owed = 1;
         } else {
             if (!PQpipelineSync(c->pg))

@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: MIT
+"""Database faults that hit some statements only: a dropped table, a user without rights. Only the affected
+requests fail (502, with the database's reason); their neighbours in the same pipeline succeed; the service
+recovers by itself when the table is back."""
+import json
+import threading
+import time
+
+from harness import Preon, PreonTestCase, main, parallel, pg_url, psql, require_env
+
+
+class DroppedTableTest(PreonTestCase):
+    # one thread, one connection: every request below shares one pipeline
+    preon_settings = {"server_threads": 1, "database_connections_per_thread": 1}
+
+    def mixed(self):
+        results, lock = [], threading.Lock()
+
+        def client(n):
+            for path in ("/fortunes", "/fruits", "/db", "/fortunes", "/fruits/1"):
+                status, _, body = self.preon.request("GET", path)
+                with lock:
+                    results.append((path, status, body))
+        self.assertEqual(parallel(client, 8), [])
+        return results
+
+    def test_dropped_table_fails_only_its_requests(self):
+        psql("CREATE TABLE fortune_saved AS SELECT * FROM fortune; DROP TABLE fortune")
+        try:
+            for path, status, body in self.mixed():
+                if path == "/fortunes":
+                    self.assertEqual(status, 502, body)
+                    self.assertIn("does not exist", json.loads(body)["error"])
+                    self.assertNotIn("SELECT", json.loads(body)["error"])  # no SQL text in error bodies
+                else:
+                    self.assertEqual(status, 200, (path, body))
+        finally:
+            psql("ALTER TABLE fortune_saved RENAME TO fortune; ALTER TABLE fortune ADD PRIMARY KEY (id)")
+        # back without a restart: the statement is prepared again on its next use
+        for path, status, body in self.mixed():
+            self.assertEqual(status, 200, (path, body))
+
+
+class DroppedTableBatchTest(DroppedTableTest):
+    preon_settings = {"server_threads": 1, "database_connections_per_thread": 1, "database_sync": "batch"}
+
+
+class NoRightsTest(PreonTestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+        psql("DROP ROLE IF EXISTS preon_norights; CREATE ROLE preon_norights LOGIN")
+        cls.preon = Preon(db_url=pg_url().replace("postgres@", "preon_norights@")).start(wait_db=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            psql("DROP ROLE IF EXISTS preon_norights")
+
+    def test_permission_denied_is_502(self):
+        self.assertEqual(self.preon.request("GET", "/hello")[2], b"Hello")
+        for path in ("/fruits", "/fruits/1", "/db", "/fortunes"):
+            status, _, body = self.preon.request("GET", path)
+            self.assertEqual(status, 502, (path, body))
+            self.assertIn("permission denied", json.loads(body)["error"])
+        self.assertEqual(self.preon.request("GET", "/json")[0], 200)
+        # logged with the reason (the writer thread copies log lines out every few milliseconds)
+        deadline = time.monotonic() + 3
+        while "permission denied" not in self.preon.output() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertIn("permission denied", self.preon.output())
+
+
+if __name__ == "__main__":
+    main()
