@@ -147,10 +147,14 @@ def parse_wrk(out):
     non2xx = int(m.group(1)) if m else 0
     # answers that were not errors, per second: with backpressure (503) requests/s alone flatters a server
     res["ok_rps"] = (res["requests"] - non2xx) / secs if secs else 0.0
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    res["non2xx"] = int(m.group(1)) if m else 0
+    res["non2xx"] = non2xx
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    res["socket_errors"] = sum(int(x) for x in m.groups()) if m else 0
+    res["errors"] = dict(zip(("connect", "read", "write", "timeout"), (int(x) for x in m.groups()) if m else (0,) * 4))
+    res["socket_errors"] = sum(res["errors"].values())
+    # from bench/mix.lua: answers by status
+    res["statuses"] = {int(k): int(v) for k, v in re.findall(r"^status_(\d+)=(\d+)", out, re.M)}
+    m = re.search(r"^responses=(\d+)", out, re.M)
+    res["responses"] = int(m.group(1)) if m else None
     return res
 
 

@@ -201,7 +201,7 @@ static void put_db(preon_sink_t *s, preon_thread_t *threads, unsigned nthreads)
         preon_db_pool_collect(threads[t].db, queries, durations);
         preon_db_pool_stats(threads[t].db, &st);
         sum.queued += st.queued, sum.ready += st.ready, sum.connecting += st.connecting, sum.total += st.total;
-        sum.reconnects += st.reconnects;
+        sum.reconnects += st.reconnects, sum.rejected_full += st.rejected_full, sum.rejected_down += st.rejected_down;
     }
     put(s, "# HELP preon_db_queries_total Queries answered, by statement and outcome.\n"
            "# TYPE preon_db_queries_total counter\n");
@@ -227,6 +227,10 @@ static void put_db(preon_sink_t *s, preon_thread_t *threads, unsigned nthreads)
     put(s, "# HELP preon_db_reconnects_total Connections established again after a loss.\n"
            "# TYPE preon_db_reconnects_total counter\npreon_db_reconnects_total %llu\n",
         (unsigned long long)sum.reconnects);
+    put(s, "# HELP preon_db_rejected_total Requests answered 503 before reaching the database, by reason.\n"
+           "# TYPE preon_db_rejected_total counter\npreon_db_rejected_total{reason=\"queue_full\"} %llu\n"
+           "preon_db_rejected_total{reason=\"no_connection\"} %llu\n",
+        (unsigned long long)sum.rejected_full, (unsigned long long)sum.rejected_down);
 }
 
 static void put_process(preon_sink_t *s)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "preon/app.h"
@@ -136,6 +137,23 @@ static void on_conn_close(void *data)
     __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
 }
 
+/* Out of descriptors (EMFILE/ENFILE), the listener stays readable and accept keeps failing: the loop would spin
+ * and the client wait. Free the spare descriptor, accept the connection with it and close it at once, so the
+ * client is refused cleanly like one over server.max_connections. Returns 0 when there was nothing to shed. */
+static int shed_connection(preon_thread_t *thr)
+{
+    if (thr->spare_fd < 0)
+        return 0;
+    close(thr->spare_fd);
+    int fd = accept4(thr->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        preon_counter_add(&thr->http.conns_refused, 1);
+    }
+    thr->spare_fd = dup(thr->listen_fd);
+    return fd >= 0;
+}
+
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     preon_thread_t *thr = listener->data;
@@ -144,8 +162,11 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     /* A few per wake-up: fair to the connections already open, cheap under a connection storm. */
     for (int i = 0; i < 32; i++) {
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
-        if (sock == NULL)
+        if (sock == NULL) {
+            if ((errno == EMFILE || errno == ENFILE) && shed_connection(thr))
+                continue;
             return;
+        }
         preon_counter_add(&thr->http.conns_accepted, 1);
         if (__atomic_fetch_add(&open_conns, 1, __ATOMIC_RELAXED) >= (uint64_t)thr->cfg->server.max_connections) {
             /* Over the limit: close at once (the client sees a reset, not a hang), and count it. */
@@ -170,6 +191,10 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
         return;
     thr->draining = 1;
     thr->drain_deadline = h2o_now(thr->loop) + (uint64_t)thr->cfg->server.shutdown_timeout_ms;
+    if (thr->spare_fd >= 0) { /* a duplicate of the listener: it would keep the socket listening */
+        close(thr->spare_fd);
+        thr->spare_fd = -1;
+    }
     if (thr->listener != NULL) {
         h2o_socket_read_stop(thr->listener);
         h2o_socket_close(thr->listener);
@@ -220,6 +245,21 @@ static void setup_globalconf(const preon_config_t *cfg)
     h->super.on_req = on_req;
 }
 
+/* Like Go's runtime: lift the soft limit on open files to the hard one, so that server.max_connections rather
+ * than a default of 1024 bounds the clients. Returns the limit now in force. */
+static unsigned long long raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit want = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl = want;
+    }
+    return (unsigned long long)rl.rlim_cur;
+}
+
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
 {
     nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : usable_cpus();
@@ -227,6 +267,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     if (threads == NULL)
         abort();
     signal(SIGPIPE, SIG_IGN);
+    unsigned long long nofile = raise_fd_limit();
     preon_observe_init();
     char err[256];
     if (preon_app_init(err, sizeof(err)) != 0) {
@@ -245,6 +286,8 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
         threads[i].cfg = cfg;
         threads[i].loop = h2o_evloop_create();
         threads[i].listener = h2o_evloop_socket_create(threads[i].loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+        threads[i].listen_fd = fd;
+        threads[i].spare_fd = dup(fd);
         threads[i].listener->data = &threads[i];
         /* The rest of the thread's state is set up here, before its loop runs, so that a signal arriving at once
          * finds every receiver registered. */
@@ -269,8 +312,11 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     for (unsigned i = 0; i < nthreads; i++)
         h2o_multithread_create_thread(&threads[i].tid, NULL, thread_main, &threads[i]);
-    preon_log_info("preon %s listening on %s:%d with %u threads", PREON_VERSION, cfg->server.listen, cfg->server.port,
-                   nthreads);
+    preon_log_info("preon %s listening on %s:%d with %u threads (open files limit %llu)", PREON_VERSION,
+                   cfg->server.listen, cfg->server.port, nthreads, nofile);
+    if (nofile != RLIM_INFINITY && nofile < (unsigned long long)cfg->server.max_connections)
+        preon_log_warn("the open files limit (%llu) is below server.max_connections (%d): connections beyond it are "
+                       "refused", nofile, cfg->server.max_connections);
 
     int sig;
     sigwait(&set, &sig);

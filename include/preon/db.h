@@ -63,6 +63,8 @@ typedef struct st_preon_db_stats_t {
     unsigned connecting; /* connections being established */
     unsigned total;      /* configured connections */
     uint64_t reconnects; /* connections (re)established after the first */
+    uint64_t rejected_full; /* submits refused with PREON_EQUEUEFULL (each one request's 503) */
+    uint64_t rejected_down; /* submits refused with PREON_ENOTCONN */
 } preon_db_stats_t;
 
 /** Where the pools connect: database.url parsed once, its host name resolved once. Shared read-only by all pools. */

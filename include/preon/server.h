@@ -22,6 +22,8 @@ typedef struct st_preon_thread_t {
     unsigned index;
     pthread_t tid;
     h2o_socket_t *listener;
+    int listen_fd;            /* the listener's descriptor, for shedding a connection when out of descriptors */
+    int spare_fd;             /* a descriptor held in reserve for that (libuv's trick); -1 once draining */
     preon_db_pool_t *db;
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;

@@ -56,6 +56,8 @@ struct st_preon_db_pool_t {
     unsigned nconns;
     uint64_t queued;     /* owner writes with preon_counter_add; scrapes read */
     uint64_t reconnects; /* likewise */
+    uint64_t rejected_full; /* submits refused: database.max_queued reached (backpressure) */
+    uint64_t rejected_down; /* submits refused: no connection ready */
     uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
     preon_hist_t *durations;                 /* [statement] */
     int flush_armed;

@@ -107,11 +107,17 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
         if (q->stmt >= pool->nstmts || q->nparams != pool->stmts[q->stmt].nparams || q->nparams > PREON_DB_MAX_PARAMS)
             return PREON_EINVAL;
     }
-    if (n == 0 || pool->queued + n > (size_t)pool->cfg->database.max_queued)
-        return n == 0 ? PREON_EINVAL : PREON_EQUEUEFULL;
+    if (n == 0)
+        return PREON_EINVAL;
+    if (pool->queued + n > (size_t)pool->cfg->database.max_queued) {
+        preon_counter_add(&pool->rejected_full, 1);
+        return PREON_EQUEUEFULL;
+    }
     preon_db_conn_t *c = pick(pool);
-    if (c == NULL)
+    if (c == NULL) {
+        preon_counter_add(&pool->rejected_down, 1);
         return PREON_ENOTCONN;
+    }
     uint64_t now = preon_now_ns();
     for (size_t i = 0; i < n; i++) {
         qs[i]->_resent = 0;
@@ -213,6 +219,8 @@ void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st)
     st->queued = (size_t)preon_counter_read(&pool->queued);
     st->total = pool->nconns;
     st->reconnects = preon_counter_read(&pool->reconnects);
+    st->rejected_full = preon_counter_read(&pool->rejected_full);
+    st->rejected_down = preon_counter_read(&pool->rejected_down);
     for (unsigned i = 0; i < pool->nconns; i++) {
         conn_state_t state = __atomic_load_n(&pool->conns[i].state, __ATOMIC_RELAXED);
         st->ready += state == CONN_READY;

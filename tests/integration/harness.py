@@ -5,11 +5,18 @@ Environment (set by tests/CMakeLists.txt and scripts/test.sh):
   PREON_BIN        the binary under test (release or ASan+UBSan build)
   PREON_REPO       the repository, for scripts/pg.sh and sql/
   PREON_TEST_PGDIR the shared PostgreSQL cluster started by scripts/test.sh
+  PREON_SANITIZED  1 in the ASan+UBSan build (memory use is then the sanitizers', not preon's)
+  PREON_WRAPPER    a command every preon runs under, e.g. valgrind and its options (tests/valgrind_suite.sh)
+  PREON_SCALE      "long" for the long forms of the load and fault tests (bench/reliability.py)
+  PREON_RECORD     a file the load and fault tests append their measured results to, one JSON object per line
 """
 import http.client
 import json
 import os
+import re
+import shlex
 import signal
+import sys
 import socket
 import subprocess
 import tempfile
@@ -21,6 +28,15 @@ BIN = os.environ.get("PREON_BIN", "")
 REPO = os.environ.get("PREON_REPO", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PGDIR = os.environ.get("PREON_TEST_PGDIR", "")
 PG_SH = os.path.join(REPO, "scripts", "pg.sh")
+
+WRAPPER = shlex.split(os.environ.get("PREON_WRAPPER", ""))
+SANITIZED = os.environ.get("PREON_SANITIZED") == "1"
+LONG = os.environ.get("PREON_SCALE") == "long"
+# valgrind runs preon some 20-50 times slower: timing bounds stretch by this factor, loads shrink
+SLOW = 20 if WRAPPER else 1
+
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import benchlib  # noqa: E402 - the wrk runner and parser the bench scripts use
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
 
@@ -71,7 +87,7 @@ def hold_lock(seconds, pgdir=None):
 class Preon:
     """The binary under test, started on a free port of 127.0.0.1 with PREON_* overrides."""
 
-    def __init__(self, db_url=None, args=(), wrapper=(), **settings):
+    def __init__(self, db_url=None, args=(), wrapper=None, **settings):
         self.port = free_port()
         self.env = dict(os.environ)
         self.env.update({"PREON_SERVER_LISTEN": "127.0.0.1", "PREON_SERVER_PORT": str(self.port),
@@ -79,7 +95,7 @@ class Preon:
                          "PREON_DATABASE_URL": db_url if db_url is not None else pg_url()})
         self.env.update({("PREON_" + k).upper(): str(v) for k, v in settings.items()})
         self.args = list(args)
-        self.wrapper = list(wrapper)  # e.g. valgrind and its options
+        self.wrapper = list(WRAPPER if wrapper is None else wrapper)  # e.g. valgrind and its options
         self.log = tempfile.NamedTemporaryFile(prefix="preon-", suffix=".log", delete=False)
         self.proc = None
 
@@ -87,7 +103,7 @@ class Preon:
         # Run from a folder without config/preon.yaml so that only the environment configures it.
         self.proc = subprocess.Popen([*self.wrapper, BIN, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                      cwd=tempfile.gettempdir())
-        deadline = time.monotonic() + (60 if self.wrapper else 20)
+        deadline = time.monotonic() + (90 if self.wrapper else 20)
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("preon exited with %d:\n%s" % (self.proc.returncode, self.output()))
@@ -145,6 +161,9 @@ class Preon:
         for mark in SANITIZER_MARKS:
             if mark in out:
                 raise AssertionError("sanitizer report in preon's output:\n" + out)
+        # under valgrind: its error summary and leak report (also made the exit status 99)
+        if re.search(r"ERROR SUMMARY: [1-9]", out) or re.search(r"definitely lost: [1-9]", out):
+            raise AssertionError("valgrind report in preon's output:\n" + out[-20000:])
         self.proc = None
         return rc
 
@@ -182,6 +201,44 @@ class PreonTestCase(unittest.TestCase):
             cls.preon.cleanup()
 
 
+def scaled(quick, long, wrapped):
+    """A load size: `quick` in the test command, `long` for bench/reliability.py, `wrapped` under valgrind."""
+    return wrapped if WRAPPER else long if LONG else quick
+
+
+def record(test, **fields):
+    """Appends a measured result to PREON_RECORD (bench/reliability.py renders them as README's table)."""
+    path = os.environ.get("PREON_RECORD")
+    if path:
+        fields.update(test=test, build="valgrind" if WRAPPER else "asan+ubsan" if SANITIZED else "release",
+                      date=time.strftime("%Y-%m-%d"))
+        with open(path, "a") as f:
+            f.write(json.dumps(fields) + "\n")
+
+
+def rss_kib(pid):
+    """Resident memory of a process, KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def wrk_mix(port, total, paths, conns, threads=2, bound_s=600, timeout_s=10):
+    """wrk sends `total` requests cycling over `paths` on `conns` connections (bench/mix.lua), then stops;
+    `bound_s` only bounds it. Returns benchlib.parse_wrk's result, with answers by status."""
+    with tempfile.NamedTemporaryFile(prefix="preon-mix-") as done:
+        env = dict(os.environ, MIX_THREADS=str(threads), MIX_DONE=done.name)
+        argv = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % bound_s, "--timeout", "%ds" % timeout_s,
+                "--latency", "-s", os.path.join(REPO, "bench", "mix.lua"), "http://127.0.0.1:%d/" % port,
+                "--", str(total), *paths]
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=bound_s + 60).stdout
+    res = benchlib.parse_wrk(out)
+    res["output"] = out
+    return res
+
+
 def parallel(fn, n):
     """Runs fn(0) .. fn(n-1) on n threads at once; returns the exceptions they raised, as strings."""
     errors = []
@@ -198,6 +255,24 @@ def parallel(fn, n):
     for t in threads:
         t.join()
     return errors
+
+
+def scrape(p, path="/metrics"):
+    """The samples of preon `p`'s metrics, through the real Prometheus parser: {(name, labels): value}."""
+    status, headers, body = p.request("GET", path)
+    assert status == 200, status
+    assert headers["content-type"].startswith("text/plain; version=0.0.4"), headers["content-type"]
+    samples = {}
+    from prometheus_client.parser import text_string_to_metric_families  # Debian: python3-prometheus-client
+    for family in text_string_to_metric_families(body.decode()):  # the real Prometheus parser
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def value(samples, name, **labels):
+    """One sample of a scrape (0 when absent)."""
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def read_response(f):

@@ -5,7 +5,7 @@ import json
 import socket
 import threading
 
-from harness import PreonTestCase, main, parallel, psql, read_response, require_env
+from harness import PreonTestCase, main, parallel, psql, read_response, require_env, scrape, value
 
 
 def expected_list():
@@ -84,6 +84,9 @@ class QueueBoundTest(PreonTestCase):
         self.assertTrue(codes <= {200, 503}, codes)
         self.assertIn(503, codes)
         self.assertIn(200, codes)
+        # every 503 is counted as backpressure, and nothing else is
+        rejected = value(scrape(self.preon), "preon_db_rejected_total", reason="queue_full")
+        self.assertEqual(rejected, sum(1 for s, _, _ in statuses if s == 503))
         for status, retry, data in statuses:
             if status == 503:
                 self.assertEqual(retry, "1")

@@ -11,24 +11,8 @@ import threading
 import time
 import unittest
 
-from prometheus_client.parser import text_string_to_metric_families
-
-from harness import BIN, SANITIZER_MARKS, Preon, PreonTestCase, free_port, hold_lock, main, parallel, require_env
-
-
-def scrape(p, path="/metrics"):
-    status, headers, body = p.request("GET", path)
-    assert status == 200, status
-    assert headers["content-type"].startswith("text/plain; version=0.0.4"), headers["content-type"]
-    samples = {}
-    for family in text_string_to_metric_families(body.decode()):  # the real Prometheus parser
-        for s in family.samples:
-            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return samples
-
-
-def value(samples, name, **labels):
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+from harness import (BIN, SANITIZER_MARKS, Preon, PreonTestCase, free_port, hold_lock, main, parallel, require_env,
+                     scrape, value)
 
 
 class HealthMetricsTest(PreonTestCase):
