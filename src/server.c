@@ -33,6 +33,7 @@ static preon_thread_t *threads;
 static unsigned nthreads;
 static int draining;          /* set by the main thread on the first signal; read by readiness checks */
 static uint64_t open_conns;   /* over all threads, for server.max_connections (atomic: accept and close only) */
+static uint64_t max_conns;    /* server.max_connections, or fewer if the open files limit allows fewer */
 
 preon_thread_t *preon_server_threads(unsigned *n)
 {
@@ -137,21 +138,42 @@ static void on_conn_close(void *data)
     __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
 }
 
-/* Out of descriptors (EMFILE/ENFILE), the listener stays readable and accept keeps failing: the loop would spin
- * and the client wait. Free the spare descriptor, accept the connection with it and close it at once, so the
- * client is refused cleanly like one over server.max_connections. Returns 0 when there was nothing to shed. */
-static int shed_connection(preon_thread_t *thr)
+static void on_accept(h2o_socket_t *listener, const char *err);
+
+static void on_accept_resume(h2o_timeout_entry_t *entry)
 {
-    if (thr->spare_fd < 0)
-        return 0;
-    close(thr->spare_fd);
-    int fd = accept4(thr->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd >= 0) {
-        close(fd);
-        preon_counter_add(&thr->http.conns_refused, 1);
+    preon_thread_t *thr = H2O_STRUCT_FROM_MEMBER(preon_thread_t, accept_pause_entry, entry);
+    if (thr->listener != NULL)
+        h2o_socket_read_start(thr->listener, on_accept);
+}
+
+/* Out of descriptors (EMFILE/ENFILE), the listener stays readable and accept keeps failing: the loop would spin
+ * and the client wait. Free the spare descriptor, accept the connection with it and close it at once, so that
+ * the client is refused cleanly, like one over server.max_connections. The threads share one descriptor table,
+ * so another thread may take the freed slot first: then accepting pauses for a moment instead of spinning.
+ * Returns 1 when a connection was shed (try the next one). */
+static int out_of_descriptors(preon_thread_t *thr)
+{
+    if (!thr->fd_warned) {
+        thr->fd_warned = 1;
+        preon_log_warn("thread %u: out of file descriptors: refusing connections until some close", thr->index);
     }
-    thr->spare_fd = dup(thr->listen_fd);
-    return fd >= 0;
+    if (thr->spare_fd < 0)
+        thr->spare_fd = dup(thr->listen_fd);
+    if (thr->spare_fd >= 0) {
+        close(thr->spare_fd);
+        int fd = accept4(thr->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0)
+            close(fd);
+        thr->spare_fd = dup(thr->listen_fd);
+        if (fd >= 0) {
+            preon_counter_add(&thr->http.conns_refused, 1);
+            return 1;
+        }
+    }
+    h2o_socket_read_stop(thr->listener);
+    h2o_timeout_link(thr->loop, &thr->accept_pause, &thr->accept_pause_entry);
+    return 0;
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
@@ -163,12 +185,12 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     for (int i = 0; i < 32; i++) {
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
         if (sock == NULL) {
-            if ((errno == EMFILE || errno == ENFILE) && shed_connection(thr))
+            if ((errno == EMFILE || errno == ENFILE) && out_of_descriptors(thr))
                 continue;
             return;
         }
         preon_counter_add(&thr->http.conns_accepted, 1);
-        if (__atomic_fetch_add(&open_conns, 1, __ATOMIC_RELAXED) >= (uint64_t)thr->cfg->server.max_connections) {
+        if (__atomic_fetch_add(&open_conns, 1, __ATOMIC_RELAXED) >= max_conns) {
             /* Over the limit: close at once (the client sees a reset, not a hang), and count it. */
             __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
             preon_counter_add(&thr->http.conns_refused, 1);
@@ -195,6 +217,8 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
         close(thr->spare_fd);
         thr->spare_fd = -1;
     }
+    if (h2o_timeout_is_linked(&thr->accept_pause_entry))
+        h2o_timeout_unlink(&thr->accept_pause_entry);
     if (thr->listener != NULL) {
         h2o_socket_read_stop(thr->listener);
         h2o_socket_close(thr->listener);
@@ -225,6 +249,7 @@ static void *thread_main(void *arg)
         h2o_evloop_run(thr->loop, 10);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
     h2o_timeout_dispose(thr->loop, &thr->request_timeout);
+    h2o_timeout_dispose(thr->loop, &thr->accept_pause);
     preon_app_thread_dispose(thr);
     preon_log_detach();
     return NULL;
@@ -267,7 +292,13 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     if (threads == NULL)
         abort();
     signal(SIGPIPE, SIG_IGN);
-    unsigned long long nofile = raise_fd_limit();
+    /* Connections stop short of the open files limit, leaving room for the loops, listeners, database
+     * connections and logs: over it they are refused (accepted and closed) rather than left in the backlog. */
+    unsigned long long nofile = raise_fd_limit(),
+                       reserve = 64 + nthreads * (8 + 2 * (unsigned long long)cfg->database.connections_per_thread);
+    max_conns = (uint64_t)cfg->server.max_connections;
+    if (nofile != RLIM_INFINITY && nofile < max_conns + reserve)
+        max_conns = nofile > reserve + 16 ? nofile - reserve : 16;
     preon_observe_init();
     char err[256];
     if (preon_app_init(err, sizeof(err)) != 0) {
@@ -301,6 +332,8 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
         preon_rand_seed(&thr->rand);
         preon_http_metrics_init(&thr->http);
         h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
+        h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
+        thr->accept_pause_entry.cb = on_accept_resume;
         thr->db = preon_db_pool_create(thr->loop, cfg, target, preon_statements, PREON_STMT__COUNT, tag);
     }
 
@@ -314,9 +347,9 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
         h2o_multithread_create_thread(&threads[i].tid, NULL, thread_main, &threads[i]);
     preon_log_info("preon %s listening on %s:%d with %u threads (open files limit %llu)", PREON_VERSION,
                    cfg->server.listen, cfg->server.port, nthreads, nofile);
-    if (nofile != RLIM_INFINITY && nofile < (unsigned long long)cfg->server.max_connections)
-        preon_log_warn("the open files limit (%llu) is below server.max_connections (%d): connections beyond it are "
-                       "refused", nofile, cfg->server.max_connections);
+    if (max_conns < (uint64_t)cfg->server.max_connections)
+        preon_log_warn("the open files limit (%llu) allows %llu client connections, fewer than server.max_connections "
+                       "(%d): more are refused", nofile, (unsigned long long)max_conns, cfg->server.max_connections);
 
     int sig;
     sigwait(&set, &sig);

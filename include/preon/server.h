@@ -24,6 +24,9 @@ typedef struct st_preon_thread_t {
     h2o_socket_t *listener;
     int listen_fd;            /* the listener's descriptor, for shedding a connection when out of descriptors */
     int spare_fd;             /* a descriptor held in reserve for that (libuv's trick); -1 once draining */
+    h2o_timeout_t accept_pause; /* out of descriptors and none to shed with: accepting pauses this long */
+    h2o_timeout_entry_t accept_pause_entry;
+    int fd_warned;            /* "out of file descriptors" logged once */
     preon_db_pool_t *db;
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;
