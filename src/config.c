@@ -39,6 +39,7 @@ static const entry_t entries[] = {
     {"server", "threads", T_INT, OFF(server.threads), 0, 256, NULL, "0"},
     {"server", "shutdown_timeout_ms", T_INT, OFF(server.shutdown_timeout_ms), 0, 3600000, NULL, "10000"},
     {"server", "max_body_bytes", T_INT, OFF(server.max_body_bytes), 0, 1 << 30, NULL, "65536"},
+    {"server", "max_uri_bytes", T_INT, OFF(server.max_uri_bytes), 16, 1 << 20, NULL, "8192"},
     {"server", "request_timeout_ms", T_INT, OFF(server.request_timeout_ms), 10, 3600000, NULL, "10000"},
     {"server", "idle_timeout_ms", T_INT, OFF(server.idle_timeout_ms), 100, 3600000, NULL, "10000"},
     {"server", "max_connections", T_INT, OFF(server.max_connections), 1, 10000000, NULL, "100000"},

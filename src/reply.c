@@ -23,6 +23,8 @@ static const char *reason_of(int status)
         return "Conflict";
     case 413:
         return "Payload Too Large";
+    case 414:
+        return "URI Too Long";
     case 415:
         return "Unsupported Media Type";
     case 502:

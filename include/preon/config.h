@@ -17,6 +17,7 @@ typedef struct st_preon_config_t {
         int threads;             /* event loops; 0 = one per CPU */
         int shutdown_timeout_ms; /* how long SIGTERM waits for requests in flight */
         int max_body_bytes;      /* largest request body accepted */
+        int max_uri_bytes;       /* longest path with query string accepted (longer: 414) */
         int request_timeout_ms;  /* a request still waiting for the database after this gets 504 */
         int idle_timeout_ms;     /* an idle keep-alive connection (or a slow request head) is closed after this */
         int max_connections;     /* open client connections over all threads; more are refused */

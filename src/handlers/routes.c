@@ -56,7 +56,11 @@ int preon_app_handle(preon_thread_t *thr, h2o_req_t *req)
     thr->last_request_ns = thr->cur.start_ns = preon_now_ns();
     thr->cur.method = preon_method_index(req->method.base, req->method.len);
 
-    if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path))) {
+    if (req->path.len > (size_t)cfg->server.max_uri_bytes) {
+        /* h2o itself lets a request line grow to about 400 KiB; nothing here needs more than a few hundred */
+        route = preon_nroutes + PREON_ROUTE_UNMATCHED;
+        preon_reply_error(req, 414, "URI too long");
+    } else if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path))) {
         route = preon_nroutes + PREON_ROUTE_LIVE;
         preon_health_live_reply(thr, req);
     } else if (h2o_memis(path.base, path.len, cfg->health.ready_path, strlen(cfg->health.ready_path))) {

@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: MIT
+"""Hostile and broken clients: slowloris, oversized headers and request lines, malformed HTTP, half-closed
+connections, 10,000 pipelined requests on one connection. Each runs in a child process while this one probes
+GET /hello on new connections: the probe's p99 stays under 50 ms, every client gets a clear answer or a close,
+and preon survives. PREON_SCALE=long (bench/reliability.py) runs each for longer."""
+import json
+import multiprocessing
+import socket
+import time
+import unittest
+
+from harness import SLOW, Preon, main, read_response, record, require_env, scaled
+
+DURATION = scaled(3, 30, 3)  # seconds each hostile client keeps at it
+P99_LIMIT_MS = 50 * SLOW
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10 * SLOW)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def answer_or_close(s):
+    """Reads one answer: its status, or 'closed' if the server closed (or reset) first."""
+    try:
+        return read_response(s.makefile("rb"))[0]
+    except (ConnectionError, OSError):
+        return "closed"
+
+
+def slowloris(port, until):
+    """Connections that trickle a request head one byte at a time and never finish it: each must be closed by
+    preon (server.idle_timeout_ms) rather than held open for as long as the client likes."""
+    socks, closed, sent = [], 0, 0
+    for _ in range(scaled(200, 1000, 20)):
+        s = connect(port)
+        s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n")
+        socks.append(s)
+    while socks and time.monotonic() < until:
+        for s in list(socks):
+            try:
+                s.send(b"X")  # one more byte of a header that never ends
+                sent += 1
+            except OSError:
+                socks.remove(s)
+                s.close()
+                closed += 1
+        time.sleep(0.05)
+    left = len(socks)
+    for s in socks:
+        s.close()
+    return {"connections": closed + left, "closed_by_server": closed, "still_open": left, "bytes_trickled": sent}
+
+
+def repeat(port, until, make_request):
+    """Sends make_request(i) on a new connection each time until `until`; counts the answers by status."""
+    statuses, i = {}, 0
+    while time.monotonic() < until:
+        with connect(port) as s:
+            try:
+                s.sendall(make_request(i))
+            except OSError:
+                pass  # the server may answer and close before the whole request is written
+            st = answer_or_close(s)
+        statuses[str(st)] = statuses.get(str(st), 0) + 1
+        i += 1
+    return {"requests": i, "statuses": statuses}
+
+
+def oversized_headers(port, until):
+    return repeat(port, until, lambda i: b"GET /hello HTTP/1.1\r\nHost: x\r\n" +
+                  b"".join(b"X-Fill-%d: %s\r\n" % (n, b"v" * 1000) for n in range(100)) + b"\r\n")
+
+
+def oversized_request_line(port, until):
+    # 100 KB: preon's 414 (server.max_uri_bytes); 1 MB: past h2o's own limit on a request head (400)
+    return repeat(port, until, lambda i: b"GET /hello?" + b"q" * (100000 if i % 2 else 1000000) +
+                  b" HTTP/1.1\r\nHost: x\r\n\r\n")
+
+
+MALFORMED = [
+    b"\x00\x01\x02\x03 garbage\r\n\r\n",
+    b"GET\r\n\r\n",
+    b"GET /hello HTTP/9.9\r\nHost: x\r\n\r\n",
+    b"GET /hello HTTP/1.1\r\nNo colon here\r\n\r\n",
+    b"GET /hello HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+    b"POST /fruits HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"POST /fruits HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
+    b"GET /fruits/1 HTTP/1.1\r\nHost: x\r\n\x7f\xff: \xfe\r\n\r\n",
+    b"\r\n\r\n\r\n\r\n",
+    b"G\xe9T /hello HTTP/1.1\r\n\r\n",
+]
+
+
+def malformed(port, until):
+    return repeat(port, until, lambda i: MALFORMED[i % len(MALFORMED)])
+
+
+def half_closed(port, until):
+    """A request, then the client shuts down its sending side: the answer must still come."""
+    statuses, i = {}, 0
+    while time.monotonic() < until:
+        with connect(port) as s:
+            s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % (b"/hello" if i % 2 else b"/fruits"))
+            s.shutdown(socket.SHUT_WR)
+            st = answer_or_close(s)
+        statuses[str(st)] = statuses.get(str(st), 0) + 1
+        i += 1
+    return {"requests": i, "statuses": statuses}
+
+
+def pipelined(port, until):
+    """10,000 requests in one write on one connection (hello and database reads alternating): all answered, in
+    order. Repeated until `until`."""
+    n, rounds, statuses = scaled(10000, 10000, 1000), 0, {}
+    while rounds == 0 or time.monotonic() < until:
+        paths = [b"/hello" if i % 2 else b"/fruits/%d" % (1 + i % 3) for i in range(n)]
+        with connect(port) as s:
+            s.sendall(b"".join(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % p for p in paths))
+            f = s.makefile("rb")
+            for i, path in enumerate(paths):
+                status, _, body = read_response(f)
+                statuses[str(status)] = statuses.get(str(status), 0) + 1
+                if status == 200 and path != b"/hello" and json.loads(body)["id"] != 1 + i % 3:
+                    raise AssertionError("answer %d out of order" % i)
+        rounds += 1
+    return {"requests": n * rounds, "statuses": statuses}
+
+
+def run_child(fn, port, until, queue):
+    try:
+        queue.put(fn(port, until))
+    except Exception as e:  # noqa: BLE001 - handed to the test, which fails on it
+        queue.put({"error": repr(e)})
+
+
+class HostileTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+        cls.preon = Preon(server_idle_timeout_ms=1000 * SLOW).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            rc = cls.preon.stop(timeout=60 * SLOW)
+            if rc != 0:
+                raise AssertionError("preon exited with %s:\n%s" % (rc, cls.preon.output()[-3000:]))
+        finally:
+            cls.preon.cleanup()
+
+    def under(self, name, fn):
+        """Runs fn in a child process for DURATION while probing /hello here; returns fn's result."""
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        start = time.monotonic()
+        child = ctx.Process(target=run_child, args=(fn, self.preon.port, start + DURATION, queue))
+        child.start()
+        latencies, failures = [], []
+        while child.is_alive() or not latencies:
+            t = time.monotonic()
+            try:
+                status, _, body = self.preon.request("GET", "/hello", timeout=5 * SLOW)
+                if (status, body) != (200, b"Hello"):
+                    failures.append(status)
+            except OSError as e:
+                failures.append(repr(e))
+            latencies.append((time.monotonic() - t) * 1000)
+            time.sleep(0.01)
+            if time.monotonic() - start > DURATION + 120 * SLOW:
+                child.kill()
+                self.fail("%s did not finish" % name)
+        result = queue.get(timeout=10)
+        child.join()
+        latencies.sort()
+        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        result.update(probe_requests=len(latencies), probe_p99_ms=round(p99, 2), probe_failures=len(failures))
+        record("hostile-" + name, seconds=round(time.monotonic() - start, 1), **result)
+        self.assertNotIn("error", result, result)
+        self.assertEqual(failures, [], result)
+        self.assertLess(p99, P99_LIMIT_MS, result)
+        self.assertIsNone(self.preon.proc.poll(), "preon died:\n" + self.preon.output()[-3000:])
+        return result
+
+    def test_slowloris(self):
+        r = self.under("slowloris", slowloris)
+        # every trickling connection was closed by preon once its head took longer than idle_timeout_ms
+        self.assertEqual(r["still_open"], 0, r)
+
+    def test_oversized_headers(self):
+        r = self.under("oversized-headers", oversized_headers)
+        self.assertGreater(r["requests"], 0)
+        self.assertLessEqual(set(r["statuses"]), {"400", "closed"}, r)
+
+    def test_oversized_request_line(self):
+        r = self.under("oversized-request-line", oversized_request_line)
+        self.assertGreater(r["requests"], 0)
+        self.assertEqual(set(r["statuses"]) - {"closed"}, {"400", "414"}, r)
+
+    def test_malformed(self):
+        r = self.under("malformed", malformed)
+        self.assertGreater(r["requests"], len(MALFORMED))
+        self.assertLessEqual(set(r["statuses"]), {"400", "405", "closed"}, r)
+
+    def test_half_closed(self):
+        r = self.under("half-closed", half_closed)
+        self.assertEqual(set(r["statuses"]), {"200"}, r)
+
+    def test_pipelined_10k(self):
+        r = self.under("pipelined", pipelined)
+        self.assertEqual(set(r["statuses"]), {"200"}, r)
+
+
+if __name__ == "__main__":
+    main()
