@@ -10,7 +10,9 @@ import tempfile
 import threading
 import time
 
-from harness import PG_SH, PreonTestCase, free_port, hold_lock, main, pg, pg_url
+import http.client
+
+from harness import PG_SH, SLOW, Preon, PreonTestCase, free_port, hold_lock, main, pg, pg_url, record, scaled
 
 
 class OutageTest(PreonTestCase):
@@ -60,6 +62,69 @@ class OutageTest(PreonTestCase):
             pg("start", self.dir)
             self.wait_for("/fruits", 200, within=2.0)
             self.assertEqual(self.preon.request("GET", "/fruits/1")[0], 200)
+
+    def test_killed_under_load(self):
+        """PostgreSQL killed (-m immediate) and restarted several times while 16 clients keep reading: preon, on
+        its default settings, answers every request 200, 502, 503 or 504, and only 200 from 2 s after each
+        restart until the next kill."""
+        rounds, recover_s = scaled(3, 10, 3), 2.0 * SLOW
+        p = Preon(db_url=pg_url(self.dir)).start()
+        log, lock, stop = [], threading.Lock(), threading.Event()  # (monotonic time sent, status or error)
+
+        def client(n):
+            conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10 * SLOW)
+            i = 0
+            while not stop.is_set():
+                t = time.monotonic()
+                try:
+                    conn.request("GET", "/fruits" if (n + i) % 2 else "/fruits/1")
+                    r = conn.getresponse()
+                    r.read()
+                    outcome = r.status
+                except (OSError, http.client.HTTPException) as e:
+                    outcome = "error " + repr(e)
+                    conn.close()
+                with lock:
+                    log.append((t, outcome))
+                i += 1
+            conn.close()
+
+        clients = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+        try:
+            for c in clients:
+                c.start()
+            time.sleep(1)
+            windows = []  # (restarted at, next kill at)
+            for _ in range(rounds):
+                pg("stop", self.dir, "immediate")
+                time.sleep(1)
+                pg("start", self.dir)
+                up = time.monotonic()
+                time.sleep(recover_s + 1.5)
+                windows.append((up, time.monotonic()))
+        finally:
+            stop.set()
+            for c in clients:
+                c.join()
+        try:
+            statuses = {}
+            for _, o in log:
+                statuses[str(o)] = statuses.get(str(o), 0) + 1
+            recovery = []
+            for up, end in windows:
+                late = [t for t, o in log if up <= t < end and o != 200]
+                recovery.append(round(max(late) - up, 2) if late else 0.0)
+                self.assertGreater(len([t for t, o in log if up + recover_s <= t < end]), 0)
+            record("postgres-killed", rounds=rounds, clients=16, requests=len(log), statuses=statuses,
+                   recovery_s=recovery)
+            self.assertLessEqual(set(statuses), {"200", "502", "503", "504"}, statuses)
+            self.assertIn("503", statuses)  # the outages were seen
+            for r in recovery:
+                self.assertLess(r, recover_s, "not back to 100%% 200 within %.1fs of a restart: %s" % (recover_s, recovery))
+            self.assertIsNone(p.proc.poll(), "preon died")
+            self.assertEqual(p.stop(timeout=60 * SLOW), 0)
+        finally:
+            p.cleanup()
 
     def test_query_timeout_is_504(self):
         # A lock held by another session makes the SELECT wait longer than the query timeout.
