@@ -40,12 +40,12 @@ class InjectionTest(PreonTestCase):
         fid = int(psql("SELECT min(id) FROM fruits"))
         for evil in EVIL:
             q = urllib.parse.quote(evil, safe="")
-            # the path id: not a number, so 400 before any query
+            # the path id: not a number, so 400 before any query (404 where a decoded "/" leaves no route)
             for method in ("GET", "PUT", "DELETE"):
                 status, _, body = self.preon.request(method, "/fruits/" + q, body=b'{"name":"x"}' if method == "PUT"
                                                      else None, headers=JSON)
-                self.assertEqual(status, 400, (method, evil, body))
-                self.assertEqual(json.loads(body)["status"], 400)
+                self.assertIn(status, (400, 404) if "/" in evil else (400,), (method, evil, body))
+                self.assertEqual(json.loads(body)["status"], status)
             # TechEmpower's count parameters: anything not a number means 1
             for path, key in (("/queries", "queries"), ("/updates", "queries"), ("/cached-queries", "count")):
                 status, body = self.get("%s?%s=%s" % (path, key, q))
