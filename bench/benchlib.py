@@ -47,19 +47,26 @@ def build_preon():
 
 
 @contextlib.contextmanager
-def private_postgres(extra_conf=""):
+def private_postgres_dir(extra_conf=""):
     """A PostgreSQL cluster in a temp folder with sql/ loaded (`extra_conf` appended to postgresql.conf); yields
-    its port, removes it afterwards."""
+    (its folder, for scripts/pg.sh, and its port), removes it afterwards."""
     pgdir = tempfile.mkdtemp(prefix="preon-bench-pg-")
     os.chmod(pgdir, 0o755)
     port = free_port()
     log("PostgreSQL in %s on port %d" % (pgdir, port))
     subprocess.run([PG_SH, "init", pgdir, str(port)], check=True, env=dict(os.environ, PREON_PG_EXTRA_CONF=extra_conf))
     try:
-        yield port
+        yield pgdir, port
     finally:
         subprocess.run([PG_SH, "stop", pgdir], check=False)
         shutil.rmtree(pgdir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def private_postgres(extra_conf=""):
+    """As private_postgres_dir, yielding the port only."""
+    with private_postgres_dir(extra_conf) as (_, port):
+        yield port
 
 
 def preon_env(pgport, port, sync="request"):

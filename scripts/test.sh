@@ -17,7 +17,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPREON_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$JOBS" >/dev/null
 echo "==> building the libFuzzer targets with clang (build-fuzz/)"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DPREON_FUZZ=ON \
-    -DPREON_FUZZ_SECONDS="${PREON_FUZZ_SECONDS:-20}" >/dev/null
+    -DPREON_FUZZ_SECONDS="${PREON_FUZZ_SECONDS:-30}" >/dev/null
 cmake --build build-fuzz -j"$JOBS" >/dev/null
 
 PGDIR=$(mktemp -d /tmp/preon-test-pg.XXXXXX)
@@ -28,6 +28,9 @@ PGPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 echo "==> PostgreSQL for the tests: $PGDIR, port $PGPORT"
 PREON_PG_EXTRA_CONF="fsync = off" "$REPO/scripts/pg.sh" init "$PGDIR" "$PGPORT"
 export PREON_TEST_PGDIR=$PGDIR
+# The load and fault tests write what they measured here (bench/reliability.py --render prints it as a table).
+export PREON_RECORD=$REPO/build/reliability.jsonl
+rm -f "$PREON_RECORD"
 
 # Any sanitizer report makes the process fail, and the harness also looks for reports in preon's output.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=1
@@ -52,5 +55,6 @@ for dir in build build-asan build-fuzz; do
     rm -f "$log"
 done
 [ "$failed" -eq 0 ] || status=1
+echo "==> measured by the load and fault tests: $PREON_RECORD (python3 bench/reliability.py --render $PREON_RECORD)"
 echo "$passed passed, $failed failed"
 exit $status

@@ -161,8 +161,9 @@ class Preon:
         for mark in SANITIZER_MARKS:
             if mark in out:
                 raise AssertionError("sanitizer report in preon's output:\n" + out)
-        # under valgrind: its error summary and leak report (also made the exit status 99)
-        if re.search(r"ERROR SUMMARY: [1-9]", out) or re.search(r"definitely lost: [1-9]", out):
+        # under valgrind: its error summary and leak report (also made the exit status 99); with -q, any line
+        if re.search(r"ERROR SUMMARY: [1-9]", out) or re.search(r"definitely lost: [1-9]", out) or \
+                ("-q" in self.wrapper and re.search(r"^==\d+== ", out, re.M)):
             raise AssertionError("valgrind report in preon's output:\n" + out[-20000:])
         self.proc = None
         return rc

@@ -7,13 +7,14 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BIN, REPO, Preon, free_port, main, pg_url, require_env
+from harness import BIN, REPO, SLOW, WRAPPER, Preon, free_port, main, pg_url, require_env
 
 
 def run(*args, env=None, cwd=None):
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([BIN, *args], capture_output=True, text=True, env=e, cwd=cwd or tempfile.gettempdir(), timeout=30)
+    return subprocess.run([*WRAPPER, BIN, *args], capture_output=True, text=True, env=e, cwd=cwd or tempfile.gettempdir(),
+                          timeout=30 * SLOW)
 
 
 def write(text):

@@ -6,7 +6,16 @@ import json
 import threading
 import time
 
-from harness import Preon, PreonTestCase, main, parallel, pg_url, psql, require_env
+from harness import Preon, PreonTestCase, main, parallel, pg_url, psql, record, require_env
+
+
+def tally(results):
+    """{path: {status: count}} of (path, status, body) triples."""
+    out = {}
+    for path, status, _ in results:
+        out.setdefault(path, {}).setdefault(str(status), 0)
+        out[path][str(status)] += 1
+    return out
 
 
 class DroppedTableTest(PreonTestCase):
@@ -27,7 +36,9 @@ class DroppedTableTest(PreonTestCase):
     def test_dropped_table_fails_only_its_requests(self):
         psql("CREATE TABLE fortune_saved AS SELECT * FROM fortune; DROP TABLE fortune")
         try:
-            for path, status, body in self.mixed():
+            results = self.mixed()
+            record("dropped-table", sync=self.preon_settings.get("database_sync", "request"), answers=tally(results))
+            for path, status, body in results:
                 if path == "/fortunes":
                     self.assertEqual(status, 502, body)
                     self.assertIn("does not exist", json.loads(body)["error"])
@@ -61,11 +72,14 @@ class NoRightsTest(PreonTestCase):
 
     def test_permission_denied_is_502(self):
         self.assertEqual(self.preon.request("GET", "/hello")[2], b"Hello")
+        answers = {}
         for path in ("/fruits", "/fruits/1", "/db", "/fortunes"):
             status, _, body = self.preon.request("GET", path)
+            answers[path] = status
             self.assertEqual(status, 502, (path, body))
             self.assertIn("permission denied", json.loads(body)["error"])
         self.assertEqual(self.preon.request("GET", "/json")[0], 200)
+        record("user-without-rights", answers=answers)
         # logged with the reason (the writer thread copies log lines out every few milliseconds)
         deadline = time.monotonic() + 3
         while "permission denied" not in self.preon.output() and time.monotonic() < deadline:

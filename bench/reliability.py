@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The overload, fault and hostile-client tests of tests/integration in their long form (PREON_SCALE=long):
+
+  soak             10,000,000 requests, /hello and /fruits alternating, 256 connections; RSS per half
+  connections      10,000 connections at once, 5 rounds per path; over server.max_connections; over the
+                   open files limit
+  hostile          slowloris, oversized heads, malformed HTTP, half-closed, 10k pipelined: 30 s each, with a
+                   /hello probe (p99 < 50 ms)
+  postgres-killed  PostgreSQL killed (-m immediate) and restarted 10 times under 16 clients
+  sigterm          SIGTERM while wrk and counting clients load /fruits
+  faults           dropped table (both Sync modes), user without rights
+  injection        quotes, semicolons and $1 in every parameter
+
+against build/preon and a private PostgreSQL (loopback only, each run bounded). Every test appends what it
+measured to results.jsonl; report.md is the table README's "Reliability" section shows.
+
+  python3 bench/reliability.py [--quick] [--only soak,hostile] [--out DIR]
+  python3 bench/reliability.py --render results.jsonl [more.jsonl ...]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from benchlib import REPO, build_preon, log, private_postgres_dir
+
+SUITES = {  # name: (module, unittest selectors)
+    "soak": ("overload", ["SoakTest"]),
+    "connections": ("overload", ["ConnectionsTest"]),
+    "hostile": ("hostile", []),
+    "postgres-killed": ("outage", ["OutageTest.test_killed_under_load"]),
+    "sigterm": ("observability", ["DrainUnderLoadTest"]),
+    "faults": ("faults", []),
+    "injection": ("injection", []),
+}
+
+
+def fmt_statuses(d):
+    return ", ".join("%s: %s" % (k, "{:,}".format(v)) for k, v in sorted(d.items())) or "none"
+
+
+def describe(r):
+    """One table row for a record: (test, load, duration, result)."""
+    t, secs = r["test"], "%.1f s" % r["seconds"] if "seconds" in r else "–"
+    if t == "soak":
+        return ("mixed soak", "{:,} requests /hello + /fruits, {} connections".format(r["requests"], r["conns"]), secs,
+                "%s; socket errors %d; 503s counted as backpressure %d; RSS max %d → %d KiB (1st → 2nd half)" % (
+                    fmt_statuses(r["statuses"]), r["socket_errors"], r["backpressure_503"],
+                    r["rss_first_half_max_kib"], r["rss_second_half_max_kib"]))
+    if t == "10k-connections":
+        return ("connections at once", "{:,} connections, then one GET {} each".format(r["conns"], r["path"]), secs,
+                fmt_statuses(r["outcomes"]))
+    if t == "max-connections":
+        return ("over max_connections", "{:,} connections, max_connections {:,}".format(r["conns"], r["max_connections"]),
+                secs, "%s; refusals counted %d" % (fmt_statuses(r["outcomes"]), r["counted_refused"]))
+    if t == "out-of-descriptors":
+        return ("over the open files limit", "{:,} connections held, nofile {:,}".format(r["conns"], r["nofile"]), secs,
+                "%s; refusals counted %d; CPU while full %.2f s/s" % (fmt_statuses(r["outcomes"]), r["counted_refused"],
+                                                                     r["cpu_while_full_s"]))
+    if t == "postgres-killed":
+        return ("PostgreSQL killed", "%d × kill -m immediate + restart, %d clients" % (r["rounds"], r["clients"]), secs,
+                "%s; back to 100%% 200 after %s s" % (fmt_statuses(r["statuses"]), " / ".join(map(str, r["recovery_s"]))))
+    if t.startswith("hostile-"):
+        what = {k: v for k, v in r.items() if k not in ("test", "build", "date", "seconds", "probe_requests",
+                                                          "probe_p99_ms", "probe_failures", "statuses")}
+        detail = fmt_statuses(r.get("statuses", {})) if "statuses" in r else ""
+        extra = ", ".join("%s %s" % (k.replace("_", " "), v) for k, v in what.items())
+        return (t[len("hostile-"):], "one client process", secs, "%s; /hello probe p99 %.2f ms over %d requests, %d failed" % (
+            "; ".join(x for x in (extra, detail) if x), r["probe_p99_ms"], r["probe_requests"], r["probe_failures"]))
+    if t == "sigterm-under-load":
+        return ("SIGTERM under load", "wrk 16 connections + 8 counting clients on /fruits", secs,
+                "wrk %s, socket errors %s; clients %s; exit %d" % (fmt_statuses(r["wrk_statuses"]), r["wrk_errors"],
+                                                                    r["clients"], r["exit_status"]))
+    if t in ("dropped-table", "user-without-rights"):
+        return (t.replace("-", " "), r.get("sync", ""), secs, json.dumps(r["answers"]))
+    return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))
+
+
+def render(paths):
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            rows += [json.loads(line) for line in f if line.strip()]
+    out = ["| test | build | load | duration | result | date |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        name, load, secs, result = describe(r)
+        out.append("| %s | %s | %s | %s | %s | %s |" % (name, r.get("build", ""), load, secs, result, r.get("date", "")))
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the test command's sizes instead of the long form")
+    ap.add_argument("--only", default=",".join(SUITES), help="comma-separated: " + ", ".join(SUITES))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--render", nargs="+", metavar="JSONL", help="only print the table of recorded results")
+    args = ap.parse_args()
+    if args.render:
+        sys.stdout.write(render(args.render))
+        return 0
+    out = args.out or os.path.join(REPO, "bench", "results", "reliability-" + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    results = os.path.join(out, "results.jsonl")
+    binary = build_preon()
+    failed = []
+    with private_postgres_dir("fsync = off") as (pgdir, _):
+        env = dict(os.environ, PREON_BIN=binary, PREON_REPO=REPO, PREON_TEST_PGDIR=pgdir, PREON_RECORD=results,
+                   PREON_SCALE="quick" if args.quick else "long")
+        for name in args.only.split(","):
+            module, selectors = SUITES[name]
+            log("%s (%s)" % (name, "quick" if args.quick else "long"))
+            start = time.monotonic()
+            # Debian's python3: the tests use its python3-prometheus-client
+            rc = subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tests", "integration", "test_%s.py" % module),
+                                 *selectors], env=env, cwd=os.path.join(REPO, "tests", "integration")).returncode
+            log("%s: %s in %.0f s" % (name, "passed" if rc == 0 else "FAILED", time.monotonic() - start))
+            if rc != 0:
+                failed.append(name)
+    report = render([results]) if os.path.exists(results) else "(nothing recorded)\n"
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("# preon reliability (%s form), %s\n\n%s\nFailed: %s\n" % (
+            "quick" if args.quick else "long", time.strftime("%Y-%m-%d"), report, ", ".join(failed) or "none"))
+    sys.stdout.write(report)
+    log("results in %s; failed: %s" % (out, ", ".join(failed) or "none"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
