@@ -139,7 +139,7 @@ class HostileTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_env()
-        cls.preon = Preon(server_idle_timeout_ms=1000 * SLOW).start()
+        cls.preon = Preon(server_idle_timeout_ms=1000).start()
 
     @classmethod
     def tearDownClass(cls):

@@ -190,7 +190,7 @@ class ConnectionsTest(unittest.TestCase):
         # An open files limit below the connections: preon takes as many as the limit leaves room for, refuses
         # the rest at once (rather than leaving them in the backlog, or spinning on a listener it cannot accept
         # from), and serves new connections once descriptors are free again.
-        n, nofile = scaled(2000, 10000, 300), scaled(1000, 5000, 150)
+        n, nofile = scaled(2000, 10000, 600), scaled(1000, 5000, 300)
         raise_fd_limit(n + 1024)
         p = Preon(wrapper=["prlimit", "--nofile=%d" % nofile, "--", *WRAPPER]).start()
         held = []
