@@ -27,7 +27,7 @@ typedef struct st_preon_config_t {
         char *url;                  /* libpq URI or key=value string; "" = libpq's PG* variables */
         int connections_per_thread; /* pipelined connections each event loop owns */
         int max_queued;             /* queries waiting or in flight per thread before 503 */
-        int query_timeout_ms;       /* oldest query in flight on a connection older than this: 504, reconnect */
+        int query_timeout_ms;       /* query at the head of a pipeline for longer than this: 504, reconnect */
         int connect_timeout_ms;     /* a connection attempt older than this is abandoned */
         int reconnect_min_ms;       /* first back-off after a failed or lost connection */
         int reconnect_max_ms;       /* back-off doubles up to this */

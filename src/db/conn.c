@@ -117,11 +117,12 @@ static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_
         c->ring_head = 0;
         c->ring_cap *= 2;
     }
+    if (c->ring_count == 0)
+        c->head_since = now_ms(c);
     entry_t *e = &c->ring[(c->ring_head + c->ring_count++) % c->ring_cap];
     e->kind = kind;
     e->stmt = stmt;
     e->q = q;
-    e->sent_at = now_ms(c);
 }
 
 static entry_t pop(preon_db_conn_t *c)
@@ -129,12 +130,13 @@ static entry_t pop(preon_db_conn_t *c)
     entry_t e = c->ring[c->ring_head];
     c->ring_head = (c->ring_head + 1) % c->ring_cap;
     c->ring_count--;
+    c->head_since = now_ms(c);
     return e;
 }
 
-uint64_t preon_db_conn_oldest(const preon_db_conn_t *c)
+uint64_t preon_db_conn_head_since(const preon_db_conn_t *c)
 {
-    return c->ring_count != 0 ? c->ring[c->ring_head].sent_at : 0;
+    return c->ring_count != 0 ? c->head_since : 0;
 }
 
 static void schedule_retry(preon_db_conn_t *c, int at_once)

@@ -19,7 +19,6 @@ typedef struct {
     entry_kind_t kind;
     unsigned stmt;        /* ENTRY_PREPARE */
     preon_db_query_t *q;  /* ENTRY_QUERY */
-    uint64_t sent_at;     /* loop time, for the query timeout */
 } entry_t;
 
 typedef struct st_preon_db_conn_t {
@@ -40,6 +39,7 @@ typedef struct st_preon_db_conn_t {
     /* a ring of what libpq has been given, oldest first */
     entry_t *ring;
     size_t ring_cap, ring_head, ring_count;
+    uint64_t head_since;     /* see preon_db_conn_head_since */
     size_t nqueries;         /* unsent + in-flight queries, to pick the least loaded connection */
     PGresult *cur;           /* the head entry's first result, kept until libpq's terminating NULL */
     unsigned char *prepared; /* per statement: prepared, or its Prepare is in flight */
@@ -76,8 +76,9 @@ void preon_db_conn_connect(preon_db_conn_t *c);
 void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why);
 /** Hands the unsent queries to libpq, with their Syncs, and flushes. */
 void preon_db_conn_send(preon_db_conn_t *c);
-/** Time the oldest entry in flight was sent, or 0 when nothing is in flight. */
-uint64_t preon_db_conn_oldest(const preon_db_conn_t *c);
+/** Since when the oldest entry in flight has been the one the server works on (it was sent to an idle
+ * connection, or the entry before it was answered): the time the server has spent on it. 0 when idle. */
+uint64_t preon_db_conn_head_since(const preon_db_conn_t *c);
 
 /* target.c */
 const char *const *preon_db_target_keywords(const preon_db_target_t *t);

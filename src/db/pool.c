@@ -8,7 +8,7 @@
 /*
  * The pool of one thread: it picks the least loaded ready connection for each query, bounds how many queries
  * wait (database.max_queued), sends what a loop pass produced at the end of that pass, and runs a tick that
- * reconnects with back-off and times out connections whose oldest query is overdue.
+ * reconnects with back-off and times out connections whose query at the head of the pipeline is overdue.
  */
 
 static void on_flush(h2o_timeout_entry_t *entry);
@@ -194,7 +194,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     uint64_t now = h2o_now(pool->loop);
     for (unsigned i = 0; i < pool->nconns; i++) {
         preon_db_conn_t *c = &pool->conns[i];
-        uint64_t oldest;
+        uint64_t head;
         switch (c->state) {
         case CONN_IDLE:
             if (now >= c->retry_at)
@@ -205,8 +205,10 @@ static void on_tick(h2o_timeout_entry_t *entry)
                 preon_db_conn_fail(c, PREON_ENOTCONN, "connect timed out");
             break;
         case CONN_READY:
-            if ((oldest = preon_db_conn_oldest(c)) != 0 && now - oldest >= (uint64_t)cfg->database.query_timeout_ms)
-                preon_db_conn_fail(c, PREON_ETIMEDOUT, "oldest query in flight timed out; reconnecting");
+            /* A pipeline's queue is not a stuck server: what counts is how long the query at its head has taken.
+             * Waiting in the queue is bounded per request by server.request_timeout_ms instead. */
+            if ((head = preon_db_conn_head_since(c)) != 0 && now - head >= (uint64_t)cfg->database.query_timeout_ms)
+                preon_db_conn_fail(c, PREON_ETIMEDOUT, "query at the head of the pipeline timed out; reconnecting");
             break;
         }
     }
