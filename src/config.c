@@ -43,6 +43,7 @@ static const entry_t entries[] = {
     {"server", "request_timeout_ms", T_INT, OFF(server.request_timeout_ms), 10, 3600000, NULL, "10000"},
     {"server", "idle_timeout_ms", T_INT, OFF(server.idle_timeout_ms), 100, 3600000, NULL, "10000"},
     {"server", "max_connections", T_INT, OFF(server.max_connections), 1, 10000000, NULL, "100000"},
+    {"server", "http2", T_ENUM, OFF(server.http2), 0, 0, booleans, "false"},
     {"server", "drain_delay_ms", T_INT, OFF(server.drain_delay_ms), 0, 3600000, NULL, "0"},
     {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 1, 64, NULL, "1"},

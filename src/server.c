@@ -259,8 +259,8 @@ static void setup_globalconf(const preon_config_t *cfg)
 {
     h2o_config_init(&globalconf);
     globalconf.server_name = h2o_iovec_init(H2O_STRLIT("preon/" PREON_VERSION));
-    /* h2o 2.2.5 predates the HTTP/2 rapid-reset fix (CVE-2023-44487): no h2c upgrade, HTTP/1.1 only. */
-    globalconf.http1.upgrade_to_http2 = 0;
+    /* h2o 2.2.5 predates the HTTP/2 rapid-reset fix (CVE-2023-44487): HTTP/1.1 only unless configured. */
+    globalconf.http1.upgrade_to_http2 = cfg->server.http2;
     globalconf.max_request_entity_size = (size_t)cfg->server.max_body_bytes;
     /* h2o's HTTP/1 "request timeout" is the time allowed for a request head, and for a keep-alive pause. */
     globalconf.http1.req_timeout = (uint64_t)cfg->server.idle_timeout_ms;

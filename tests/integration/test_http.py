@@ -100,9 +100,32 @@ class HttpTest(PreonTestCase):
         self.assertEqual(status, "HTTP/1.1 200 OK")
         self.assertNotIn("upgrade", headers)
 
+    def test_no_prior_knowledge_http2(self):
+        resp = raw(self.preon.port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00",
+                   until_close=True)
+        self.assertTrue(resp.startswith(b"HTTP/1.1 400"), resp[:80])
+
     def test_malformed_request_gets_400(self):
         resp = raw(self.preon.port, b"GARBAGE\r\n\r\n", until_close=True)
         self.assertTrue(resp.startswith(b"HTTP/1.1 400"), resp[:80])
+
+
+class Http2OptInTest(PreonTestCase):
+    """server.http2: true allows the h2c upgrade (off by default, above)."""
+    preon_settings = {"server_http2": "true"}
+
+    def test_h2c_upgrade(self):
+        with socket.create_connection(("127.0.0.1", self.preon.port), timeout=10) as s:
+            s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+                      b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n")
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        self.assertTrue(buf.startswith(b"HTTP/1.1 101 "), buf[:80])
+        self.assertIn(b"upgrade: h2c", buf.lower())
 
 
 if __name__ == "__main__":
