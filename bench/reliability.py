@@ -64,16 +64,20 @@ def describe(r):
         return ("PostgreSQL killed", "%d × kill -m immediate + restart, %d clients" % (r["rounds"], r["clients"]), secs,
                 "%s; back to 100%% 200 after %s s" % (fmt_statuses(r["statuses"]), " / ".join(map(str, r["recovery_s"]))))
     if t.startswith("hostile-"):
-        what = {k: v for k, v in r.items() if k not in ("test", "build", "date", "seconds", "probe_requests",
-                                                          "probe_p99_ms", "probe_failures", "statuses")}
-        detail = fmt_statuses(r.get("statuses", {})) if "statuses" in r else ""
-        extra = ", ".join("%s %s" % (k.replace("_", " "), v) for k, v in what.items())
-        return (t[len("hostile-"):], "one client process", secs, "%s; /hello probe p99 %.2f ms over %d requests, %d failed" % (
-            "; ".join(x for x in (extra, detail) if x), r["probe_p99_ms"], r["probe_requests"], r["probe_failures"]))
+        what = {k: v for k, v in r.items() if k not in ("test", "build", "date", "seconds", "probe_requests", "load",
+                                                          "probe_p99_ms", "probe_failures", "statuses", "requests")}
+        parts = ["{:,} requests".format(r["requests"])] if "requests" in r else []
+        parts += [fmt_statuses(r["statuses"])] if "statuses" in r else []
+        parts += ["%s %s" % (k.replace("_", " "), "{:,}".format(v) if isinstance(v, int) else v) for k, v in what.items()]
+        return (t[len("hostile-"):], r.get("load", ""), secs, "%s; /hello probe p99 %.2f ms over %d requests, %d failed" % (
+            ", ".join(parts), r["probe_p99_ms"], r["probe_requests"], r["probe_failures"]))
     if t == "sigterm-under-load":
-        return ("SIGTERM under load", "wrk 16 connections + 8 counting clients on /fruits", secs,
-                "wrk %s, socket errors %s; clients %s; exit %d" % (fmt_statuses(r["wrk_statuses"]), r["wrk_errors"],
-                                                                    r["clients"], r["exit_status"]))
+        e, c = r["wrk_errors"], r["clients"]
+        return ("SIGTERM under load", "wrk 16 connections + 8 counting clients on /fruits, SIGTERM after 1.5 s", secs,
+                "wrk: %s, read errors %d, timeouts %d (refused reconnects %d); clients: %d answered 200, %d lost, %d "
+                "not 200, %d refused after the drain; exit %d" % (
+                    fmt_statuses(r["wrk_statuses"]), e["read"], e["timeout"], e["connect"] + e["write"], c["ok"],
+                    c["lost"], c["bad"], c["refused"], r["exit_status"]))
     if t in ("dropped-table", "user-without-rights"):
         return (t.replace("-", " "), r.get("sync", ""), secs, json.dumps(r["answers"]))
     return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))

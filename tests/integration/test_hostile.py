@@ -30,27 +30,33 @@ def answer_or_close(s):
 
 
 def slowloris(port, until):
-    """Connections that trickle a request head one byte at a time and never finish it: each must be closed by
-    preon (server.idle_timeout_ms) rather than held open for as long as the client likes."""
-    socks, closed, sent = [], 0, 0
-    for _ in range(scaled(200, 1000, 20)):
-        s = connect(port)
-        s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n")
-        socks.append(s)
-    while socks and time.monotonic() < until:
-        for s in list(socks):
+    """Connections that trickle a request head one byte at a time and never finish it, replaced as preon closes
+    them: each must be closed once idle_timeout_ms (1 s here) has passed, not held for as long as the client
+    likes. Connections found open well past that count as overdue."""
+    n, socks, closed, sent, overdue = scaled(200, 1000, 20), {}, 0, 0, 0
+    while time.monotonic() < until:
+        while len(socks) < n:
+            s = connect(port)
+            s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n")
+            socks[s] = time.monotonic()
+        for s, opened in list(socks.items()):
             try:
                 s.send(b"X")  # one more byte of a header that never ends
                 sent += 1
             except OSError:
-                socks.remove(s)
+                del socks[s]
                 s.close()
                 closed += 1
+                continue
+            if time.monotonic() - opened > 1.0 + 2.0 * SLOW:
+                overdue += 1
+                del socks[s]
+                s.close()
         time.sleep(0.05)
-    left = len(socks)
     for s in socks:
         s.close()
-    return {"connections": closed + left, "closed_by_server": closed, "still_open": left, "bytes_trickled": sent}
+    return {"load": "%d connections at a time, each trickling a header byte every 50 ms" % n,
+            "closed_by_server": closed, "overdue": overdue, "bytes_trickled": sent}
 
 
 def repeat(port, until, make_request):
@@ -69,12 +75,14 @@ def repeat(port, until, make_request):
 
 
 def oversized_headers(port, until):
+    """100 headers of 1,000 bytes each (h2o allows 100 headers in all), one request per connection."""
     return repeat(port, until, lambda i: b"GET /hello HTTP/1.1\r\nHost: x\r\n" +
                   b"".join(b"X-Fill-%d: %s\r\n" % (n, b"v" * 1000) for n in range(100)) + b"\r\n")
 
 
 def oversized_request_line(port, until):
-    # 100 KB: preon's 414 (server.max_uri_bytes); 1 MB: past h2o's own limit on a request head (400)
+    """Request targets of 100 KB (preon's 414, server.max_uri_bytes) and 1 MB (past h2o's own limit on a request
+    head: 400), alternating, one per connection."""
     return repeat(port, until, lambda i: b"GET /hello?" + b"q" * (100000 if i % 2 else 1000000) +
                   b" HTTP/1.1\r\nHost: x\r\n\r\n")
 
@@ -94,6 +102,7 @@ MALFORMED = [
 
 
 def malformed(port, until):
+    """The MALFORMED requests in turn, one per connection."""
     return repeat(port, until, lambda i: MALFORMED[i % len(MALFORMED)])
 
 
@@ -173,6 +182,7 @@ class HostileTest(unittest.TestCase):
                 self.fail("%s did not finish" % name)
         result = queue.get(timeout=10)
         child.join()
+        result.setdefault("load", " ".join((fn.__doc__ or name).split()))
         latencies.sort()
         p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
         result.update(probe_requests=len(latencies), probe_p99_ms=round(p99, 2), probe_failures=len(failures))
@@ -186,7 +196,8 @@ class HostileTest(unittest.TestCase):
     def test_slowloris(self):
         r = self.under("slowloris", slowloris)
         # every trickling connection was closed by preon once its head took longer than idle_timeout_ms
-        self.assertEqual(r["still_open"], 0, r)
+        self.assertGreater(r["closed_by_server"], 0, r)
+        self.assertEqual(r["overdue"], 0, r)
 
     def test_oversized_headers(self):
         r = self.under("oversized-headers", oversized_headers)

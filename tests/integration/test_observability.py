@@ -238,6 +238,7 @@ class DrainUnderLoadTest(unittest.TestCase):
             wrk = subprocess.Popen(["wrk", "-t1", "-c16", "-d4s", "-s", os.path.join(REPO, "bench", "mix.lua"),
                                     "http://127.0.0.1:%d/" % p.port, "--", "0", "/fruits"],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            start = time.monotonic()
             clients = threading.Thread(target=lambda: parallel(client, 8))
             clients.start()
             time.sleep(1.5)
@@ -247,7 +248,7 @@ class DrainUnderLoadTest(unittest.TestCase):
             res = parse_wrk(out)
             rc = p.wait(timeout=15 * SLOW)
             record("sigterm-under-load", clients=counts, wrk_statuses=res["statuses"], wrk_errors=res["errors"],
-                   exit_status=rc)
+                   exit_status=rc, seconds=round(time.monotonic() - start, 1))
             self.assertEqual(rc, 0)
             self.assertGreater(counts["ok"], 0)
             self.assertEqual((counts["lost"], counts["bad"]), (0, 0), counts)

@@ -90,6 +90,7 @@ class OutageTest(PreonTestCase):
             conn.close()
 
         clients = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+        start = time.monotonic()
         try:
             for c in clients:
                 c.start()
@@ -116,7 +117,7 @@ class OutageTest(PreonTestCase):
                 recovery.append(round(max(late) - up, 2) if late else 0.0)
                 self.assertGreater(len([t for t, o in log if up + recover_s <= t < end]), 0)
             record("postgres-killed", rounds=rounds, clients=16, requests=len(log), statuses=statuses,
-                   recovery_s=recovery)
+                   recovery_s=recovery, seconds=round(time.monotonic() - start, 1))
             self.assertLessEqual(set(statuses), {"200", "502", "503", "504"}, statuses)
             self.assertIn("503", statuses)  # the outages were seen
             for r in recovery:

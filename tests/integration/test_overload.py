@@ -175,9 +175,11 @@ class ConnectionsTest(unittest.TestCase):
         raise_fd_limit(n + 1024)
         p = Preon(server_max_connections=limit).start()
         try:
+            start = time.monotonic()
             outcomes = self.storm(p, n)
             refused = value(scrape(p), "preon_http_connections_refused_total")
-            record("max-connections", conns=n, max_connections=limit, outcomes=outcomes, counted_refused=int(refused))
+            record("max-connections", conns=n, max_connections=limit, outcomes=outcomes, counted_refused=int(refused),
+                   seconds=round(time.monotonic() - start, 1))
             self.assertEqual(set(outcomes), {"status 200", "refused"}, outcomes)
             self.assertGreaterEqual(outcomes["status 200"], limit)
             self.assertEqual(outcomes["refused"], refused)
@@ -195,6 +197,7 @@ class ConnectionsTest(unittest.TestCase):
         p = Preon(wrapper=["prlimit", "--nofile=%d" % nofile, "--", *WRAPPER]).start()
         held = []
         try:
+            start = time.monotonic()
             outcomes = self.storm(p, n, keep=held, within=10)  # the answered ones stay open
             cpu0 = cpu_seconds(p.proc.pid)
             time.sleep(1)
@@ -205,7 +208,7 @@ class ConnectionsTest(unittest.TestCase):
             time.sleep(0.2)
             refused = value(scrape(p), "preon_http_connections_refused_total")
             record("out-of-descriptors", conns=n, nofile=nofile, outcomes=outcomes, counted_refused=int(refused),
-                   cpu_while_full_s=round(idle_cpu, 3))
+                   cpu_while_full_s=round(idle_cpu, 3), seconds=round(time.monotonic() - start, 1))
             self.assertEqual(set(outcomes), {"status 200", "refused"}, outcomes)
             self.assertGreater(outcomes["status 200"], nofile // 2)
             self.assertEqual(outcomes["refused"], refused)
