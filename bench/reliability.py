@@ -78,8 +78,12 @@ def describe(r):
                 "not 200, %d refused after the drain; exit %d" % (
                     fmt_statuses(r["wrk_statuses"]), e["read"], e["timeout"], e["connect"] + e["write"], c["ok"],
                     c["lost"], c["bad"], c["refused"], r["exit_status"]))
-    if t in ("dropped-table", "user-without-rights"):
-        return (t.replace("-", " "), r.get("sync", ""), secs, json.dumps(r["answers"]))
+    if t == "dropped-table":
+        return ("dropped table", "table fortune dropped; 8 clients × 5 requests on one pipeline (sync=%s)" % r["sync"],
+                secs, "; ".join("%s %s" % (p, fmt_statuses(s)) for p, s in r["answers"].items()))
+    if t == "user-without-rights":
+        return ("user without rights", "preon connects as a role with no grants", secs,
+                "; ".join("%s %s" % (p, s) for p, s in r["answers"].items()) + "; /hello, /json 200")
     return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))
 
 

@@ -59,7 +59,7 @@ def slowloris(port, until):
             "closed_by_server": closed, "overdue": overdue, "bytes_trickled": sent}
 
 
-def repeat(port, until, make_request):
+def repeat(port, until, make_request, load):
     """Sends make_request(i) on a new connection each time until `until`; counts the answers by status."""
     statuses, i = {}, 0
     while time.monotonic() < until:
@@ -71,20 +71,21 @@ def repeat(port, until, make_request):
             st = answer_or_close(s)
         statuses[str(st)] = statuses.get(str(st), 0) + 1
         i += 1
-    return {"requests": i, "statuses": statuses}
+    return {"load": load, "requests": i, "statuses": statuses}
 
 
 def oversized_headers(port, until):
     """100 headers of 1,000 bytes each (h2o allows 100 headers in all), one request per connection."""
     return repeat(port, until, lambda i: b"GET /hello HTTP/1.1\r\nHost: x\r\n" +
-                  b"".join(b"X-Fill-%d: %s\r\n" % (n, b"v" * 1000) for n in range(100)) + b"\r\n")
+                  b"".join(b"X-Fill-%d: %s\r\n" % (n, b"v" * 1000) for n in range(100)) + b"\r\n",
+                  "100 headers of 1,000 bytes, a new connection each")
 
 
 def oversized_request_line(port, until):
     """Request targets of 100 KB (preon's 414, server.max_uri_bytes) and 1 MB (past h2o's own limit on a request
     head: 400), alternating, one per connection."""
     return repeat(port, until, lambda i: b"GET /hello?" + b"q" * (100000 if i % 2 else 1000000) +
-                  b" HTTP/1.1\r\nHost: x\r\n\r\n")
+                  b" HTTP/1.1\r\nHost: x\r\n\r\n", "request targets of 100 KB and 1 MB in turn, a new connection each")
 
 
 MALFORMED = [
@@ -103,7 +104,9 @@ MALFORMED = [
 
 def malformed(port, until):
     """The MALFORMED requests in turn, one per connection."""
-    return repeat(port, until, lambda i: MALFORMED[i % len(MALFORMED)])
+    return repeat(port, until, lambda i: MALFORMED[i % len(MALFORMED)],
+                  "%d kinds of malformed request in turn (garbage, bad version, bad header, bad framing...), a new "
+                  "connection each" % len(MALFORMED))
 
 
 def half_closed(port, until):
@@ -116,7 +119,8 @@ def half_closed(port, until):
             st = answer_or_close(s)
         statuses[str(st)] = statuses.get(str(st), 0) + 1
         i += 1
-    return {"requests": i, "statuses": statuses}
+    return {"load": "GET /fruits or /hello, then shutdown(SHUT_WR), a new connection each", "requests": i,
+            "statuses": statuses}
 
 
 def pipelined(port, until):
@@ -134,7 +138,8 @@ def pipelined(port, until):
                 if status == 200 and path != b"/hello" and json.loads(body)["id"] != 1 + i % 3:
                     raise AssertionError("answer %d out of order" % i)
         rounds += 1
-    return {"requests": n * rounds, "statuses": statuses}
+    return {"load": "{:,} requests (/hello and /fruits/{{id}}) in one write on one connection, again and again".format(n),
+            "requests": n * rounds, "statuses": statuses}
 
 
 def run_child(fn, port, until, queue):

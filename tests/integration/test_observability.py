@@ -35,7 +35,18 @@ class HealthMetricsTest(PreonTestCase):
         for _ in range(7):
             self.assertEqual(self.preon.request("GET", "/fruits")[0], 200)
         self.preon.request("GET", "/nope")
-        after = scrape(self.preon)
+        # A request is counted just after its answer is written, so a scrape on another connection (another thread)
+        # can be a moment early; under valgrind that moment is long. Wait (a bounded time) for all of them to show.
+        deadline = time.monotonic() + 5
+        expected = {("/hello", "200"): 100, ("/fruits", "200"): 7, ("unmatched", "404"): 1}
+        while True:
+            after = scrape(self.preon)
+            if time.monotonic() > deadline or all(
+                    value(after, "preon_http_requests_total", route=r, method="GET", status=s) -
+                    value(before, "preon_http_requests_total", route=r, method="GET", status=s) >= n
+                    for (r, s), n in expected.items()):
+                break
+            time.sleep(0.05)
         key = dict(route="/hello", method="GET", status="200")
         self.assertEqual(value(after, "preon_http_requests_total", **key) - value(before, "preon_http_requests_total", **key), 100)
         key = dict(route="/fruits", method="GET", status="200")

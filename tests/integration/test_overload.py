@@ -31,7 +31,7 @@ def cpu_seconds(pid):
 
 class SoakTest(unittest.TestCase):
     def test_mixed_soak(self):
-        total = scaled(1000000, 10000000, 4000)
+        total = scaled(1000000, 10000000, 20000)
         p = Preon().start()
         try:
             samples = []  # (seconds since start, RSS KiB) every 100 ms
