@@ -142,6 +142,45 @@ def pipelined(port, until):
             "requests": n * rounds, "statuses": statuses}
 
 
+def open_connections(port):
+    """preon_http_connections from preon's /metrics (this request's own connection included)."""
+    with connect(port) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        body = read_response(s.makefile("rb"))[2].decode()
+    return int(next(line.split()[1] for line in body.splitlines() if line.startswith("preon_http_connections ")))
+
+
+def never_reads(port, until):
+    """Clients that pipeline thousands of requests and never read an answer: their answers back up into the
+    socket buffers. preon must not buffer without bound nor keep such connections forever: each is closed once it
+    has stalled for a while (h2o closes them some seconds after server.idle_timeout_ms: ~4.5 s at 1 s, ~8 s at
+    4 s, measured). The clients keep their sockets open and unread; preon's own connection count must drop."""
+    n, socks, start = scaled(50, 200, 10), [], time.monotonic()
+    for _ in range(n):
+        s = connect(port)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.setblocking(False)
+        try:
+            s.send(b"GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n" * 10000)
+        except OSError:
+            pass
+        socks.append(s)
+    peak = open_connections(port)
+    # wait until preon holds none of them any more (the probe's and this scrape's own may remain)
+    deadline, left = max(until, start + 30 * SLOW), peak
+    while time.monotonic() < deadline:
+        left = open_connections(port)
+        if left <= 3:
+            break
+        time.sleep(0.25)
+    closed_after = time.monotonic() - start
+    time.sleep(max(0.0, until - time.monotonic()))
+    for s in socks:
+        s.close()
+    return {"load": "%d connections each writing 10,000 pipelined GET /fruits and reading nothing" % n,
+            "connections_at_peak": peak, "connections_left": left, "all_closed_after_s": round(closed_after, 1)}
+
+
 def run_child(fn, port, until, queue):
     try:
         queue.put(fn(port, until))
@@ -222,6 +261,11 @@ class HostileTest(unittest.TestCase):
     def test_half_closed(self):
         r = self.under("half-closed", half_closed)
         self.assertEqual(set(r["statuses"]), {"200"}, r)
+
+    def test_never_reads(self):
+        r = self.under("never-reads", never_reads)
+        self.assertGreater(r["connections_at_peak"], scaled(50, 200, 10), r)
+        self.assertLessEqual(r["connections_left"], 3, r)
 
     def test_pipelined_10k(self):
         r = self.under("pipelined", pipelined)
