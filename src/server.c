@@ -348,7 +348,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     preon_log_info("preon %s listening on %s:%d with %u threads (open files limit %llu)", PREON_VERSION,
                    cfg->server.listen, cfg->server.port, nthreads, nofile);
     if (max_conns < (uint64_t)cfg->server.max_connections)
-        preon_log_warn("the open files limit (%llu) allows %llu client connections, fewer than server.max_connections "
+        preon_log_info("the open files limit (%llu) allows %llu client connections, fewer than server.max_connections "
                        "(%d): more are refused", nofile, (unsigned long long)max_conns, cfg->server.max_connections);
 
     int sig;

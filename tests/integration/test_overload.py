@@ -213,6 +213,7 @@ class ConnectionsTest(unittest.TestCase):
             self.assertGreater(outcomes["status 200"], nofile // 2)
             self.assertEqual(outcomes["refused"], refused)
             self.assertLess(idle_cpu, 0.2 * SLOW, "preon spins while out of descriptors")
+            self.assertRegex(p.output(), r"open files limit \(\d+\) allows \d+ client connections")
             self.assertEqual(self.storm(p, 10), {"status 200": 10})
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
         finally:
