@@ -276,7 +276,7 @@ static unsigned long long raise_fd_limit(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return 0;
+        return (unsigned long long)RLIM_INFINITY; /* unknown: no cap but server.max_connections */
     if (rl.rlim_cur < rl.rlim_max) {
         struct rlimit want = {rl.rlim_max, rl.rlim_max};
         if (setrlimit(RLIMIT_NOFILE, &want) == 0)
