@@ -153,6 +153,13 @@ class ConnectionsTest(unittest.TestCase):
         sel.close()
         return outcomes
 
+    def assert_refused_cleanly(self, p, outcomes, counted):
+        """Every connection got a whole answer or was refused at once, each refusal was counted, and preon serves
+        new connections again once the storm is gone."""
+        self.assertEqual(set(outcomes), {"status 200", "refused"}, outcomes)
+        self.assertEqual(outcomes["refused"], counted)
+        self.assertEqual(self.storm(p, 10), {"status 200": 10})
+
     def test_10k_concurrent_connections(self):
         n = scaled(10000, 10000, 1000)
         raise_fd_limit(n + 1024)
@@ -180,10 +187,8 @@ class ConnectionsTest(unittest.TestCase):
             refused = value(scrape(p), "preon_http_connections_refused_total")
             record("max-connections", conns=n, max_connections=limit, outcomes=outcomes, counted_refused=int(refused),
                    seconds=round(time.monotonic() - start, 1))
-            self.assertEqual(set(outcomes), {"status 200", "refused"}, outcomes)
-            self.assertGreaterEqual(outcomes["status 200"], limit)
-            self.assertEqual(outcomes["refused"], refused)
-            self.assertEqual(self.storm(p, 10), {"status 200": 10})  # and served again once they are gone
+            self.assertGreaterEqual(outcomes.get("status 200", 0), limit)
+            self.assert_refused_cleanly(p, outcomes, refused)
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
         finally:
             p.cleanup()
@@ -209,12 +214,10 @@ class ConnectionsTest(unittest.TestCase):
             refused = value(scrape(p), "preon_http_connections_refused_total")
             record("out-of-descriptors", conns=n, nofile=nofile, outcomes=outcomes, counted_refused=int(refused),
                    cpu_while_full_s=round(idle_cpu, 3), seconds=round(time.monotonic() - start, 1))
-            self.assertEqual(set(outcomes), {"status 200", "refused"}, outcomes)
-            self.assertGreater(outcomes["status 200"], nofile // 2)
-            self.assertEqual(outcomes["refused"], refused)
+            self.assertGreater(outcomes.get("status 200", 0), nofile // 2)
             self.assertLess(idle_cpu, 0.2 * SLOW, "preon spins while out of descriptors")
             self.assertRegex(p.output(), r"open files limit \(\d+\) allows \d+ client connections")
-            self.assertEqual(self.storm(p, 10), {"status 200": 10})
+            self.assert_refused_cleanly(p, outcomes, refused)
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
         finally:
             for s in held:
