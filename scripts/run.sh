@@ -3,7 +3,8 @@
 # Runs preon on :8080 against a private PostgreSQL kept in .pgdata/ (git-ignored): installs what is missing
 # (apt-get), builds, creates the cluster and loads sql/ the first time (later runs reuse it), starts it, and
 # runs preon in the foreground. Ctrl-C stops preon, then the cluster.
-# Env: PREON_DEV_PG_PORT (default 55432) for the cluster's port; any PREON_* key overrides config/preon.yaml.
+# Env: PREON_DEV_PG_PORT (default 25432: below Linux's ephemeral port range, so no client socket holds it) for the
+# cluster's port; any PREON_* key overrides config/preon.yaml.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
@@ -27,7 +28,7 @@ if [ ! -e "$PGDIR" ]; then
 fi
 PGDIR=$(readlink -f "$PGDIR")
 chmod 755 "$PGDIR"
-port=${PREON_DEV_PG_PORT:-55432}
+port=${PREON_DEV_PG_PORT:-25432}
 [ -f "$PGDIR/port" ] && port=$(cat "$PGDIR/port")
 echo "==> PostgreSQL in $PGDIR on 127.0.0.1:$port"
 "$REPO/scripts/pg.sh" init "$PGDIR" "$port"
