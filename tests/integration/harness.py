@@ -101,7 +101,11 @@ class Preon:
         self.log = tempfile.NamedTemporaryFile(prefix="preon-", suffix=".log", delete=False)
         self.proc = None
 
-    def start(self, wait_db=True):
+    def start(self, probe=None):
+        """Start and wait until every GET of probes answers 200. By default the readiness check (every event-loop
+        thread has a database connection) and /fruits (the database serves); probe="/hello" waits for the server
+        only, probe="/health/ready" for the connections only (a user without rights)."""
+        probes = [probe] if probe else [self.env.get("PREON_HEALTH_READY_PATH", "/health/ready"), "/fruits"]
         # Run from a folder without config/preon.yaml so that only the environment configures it.
         self.proc = subprocess.Popen([*self.wrapper, BIN, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                      cwd=tempfile.gettempdir())
@@ -110,8 +114,7 @@ class Preon:
             if self.proc.poll() is not None:
                 raise AssertionError("preon exited with %d:\n%s" % (self.proc.returncode, self.output()))
             try:
-                status, _, _ = self.request("GET", "/fruits" if wait_db else "/hello")
-                if status == 200:
+                if all(self.request("GET", path)[0] == 200 for path in probes):
                     return self
             except OSError:
                 pass

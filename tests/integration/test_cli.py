@@ -120,7 +120,7 @@ class CliTest(unittest.TestCase):
     def test_probe(self):
         p = Preon(db_url="postgresql://postgres@127.0.0.1:%d/preon" % free_port())
         try:
-            p.start(wait_db=False)
+            p.start(probe="/hello")
             env = {"PREON_SERVER_PORT": str(p.port)}
             self.assertEqual(run("--probe", "/health/live", env=env).returncode, 0)
             self.assertEqual(run("--probe", "/health/ready", env=env).returncode, 1)  # no database: 503
@@ -145,7 +145,7 @@ class CliTest(unittest.TestCase):
         dead = "postgresql://postgres@127.0.0.1:%d/preon" % free_port()
         p = Preon(db_url=dead)
         try:
-            p.start(wait_db=False)
+            p.start(probe="/hello")
             status, _, body = p.request("GET", "/hello")
             self.assertEqual((status, body), (200, b"Hello"))
             for path in ("/fruits", "/fruits/1"):

@@ -61,7 +61,9 @@ class NoRightsTest(PreonTestCase):
     def setUpClass(cls):
         require_env()
         psql("DROP ROLE IF EXISTS preon_norights; CREATE ROLE preon_norights LOGIN")
-        cls.preon = Preon(db_url=pg_url().replace("postgres@", "preon_norights@")).start(wait_db=False)
+        # Wait until connected, so that the queries below fail for want of rights and not for want of a connection
+        # (under valgrind, /hello answered before the database connections were up).
+        cls.preon = Preon(db_url=pg_url().replace("postgres@", "preon_norights@")).start(probe="/health/ready")
 
     @classmethod
     def tearDownClass(cls):

@@ -110,7 +110,7 @@ class StatesTest(unittest.TestCase):
     def test_database_down_ready_503_live_200(self):
         p = Preon(db_url="postgresql://postgres@127.0.0.1:%d/preon" % free_port())
         try:
-            p.start(wait_db=False)
+            p.start(probe="/hello")
             status, headers, body = p.request("GET", "/health/ready")
             self.assertEqual(status, 503)
             got = json.loads(body)
