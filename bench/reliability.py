@@ -11,6 +11,7 @@
   sigterm          SIGTERM while wrk and counting clients load /fruits
   faults           dropped table (both Sync modes), user without rights
   injection        quotes, semicolons and $1 in every parameter
+  secrets          the database password in logs, answers and --check-config (right, wrong, database down)
 
 against build/preon and a private PostgreSQL (loopback only, each run bounded). Every test appends what it
 measured to results.jsonl; report.md is the table README's "Reliability" section shows.
@@ -35,6 +36,7 @@ SUITES = {  # name: (module, unittest selectors)
     "sigterm": ("observability", ["DrainUnderLoadTest"]),
     "faults": ("faults", []),
     "injection": ("injection", []),
+    "secrets": ("secrets", []),
 }
 
 
@@ -84,6 +86,11 @@ def describe(r):
     if t == "user-without-rights":
         return ("user without rights", "preon connects as a role with no grants", secs,
                 "; ".join("%s %s" % (p, s) for p, s in r["answers"].items()) + "; /hello, /json 200")
+    if t == "password-never-shown":
+        return ("password never shown", "%d secrets (password right / wrong / database down, URI and key=value, "
+                "sslpassword) at log level debug with the access log" % r["secrets"], secs,
+                "{:,} texts ({:,} bytes: logs, answers, --check-config, errors) searched; shown {}".format(
+                    r["texts_checked"], r["bytes_checked"], r["shown"]))
     return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))
 
 

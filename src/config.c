@@ -7,6 +7,7 @@
 #include <string.h>
 #include <yaml.h>
 #include "preon/config.h"
+#include "preon/conninfo.h"
 #include "preon/errors.h"
 #include "preon/log.h"
 
@@ -359,25 +360,6 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
     return 0;
 }
 
-/* Hides a password in a libpq URI ("scheme://user:secret@host") or key=value string ("password=secret"). */
-static void redact_url(const char *url, char *out, size_t outlen)
-{
-    snprintf(out, outlen, "%s", url);
-    char *p = strstr(out, "://");
-    if (p != NULL) {
-        char *at = strchr(p + 3, '@'), *colon = strchr(p + 3, ':');
-        if (at != NULL && colon != NULL && colon < at)
-            memmove(colon + 4, at, strlen(at) + 1), memcpy(colon, ":***", 4);
-    }
-    if ((p = strstr(out, "password=")) != NULL) {
-        char *end = p + 9;
-        while (*end != '\0' && *end != ' ' && *end != '&')
-            end++;
-        memmove(p + 12, end, strlen(end) + 1);
-        memcpy(p + 9, "***", 3);
-    }
-}
-
 void preon_config_print(const preon_config_t *cfg, void *_fp)
 {
     FILE *fp = _fp;
@@ -395,9 +377,10 @@ void preon_config_print(const preon_config_t *cfg, void *_fp)
             fprintf(fp, "  %s: %s\n", e->key, e->names[*(const int *)field]);
             break;
         case T_STRING: {
-            char buf[1024];
-            redact_url(*(char *const *)field, buf, sizeof(buf));
-            fprintf(fp, "  %s: \"%s\"\n", e->key, buf);
+            /* Only database.url can hold a secret, but every string goes through the same redaction. */
+            char *shown = preon_conninfo_redact(*(char *const *)field);
+            fprintf(fp, "  %s: \"%s\"\n", e->key, shown);
+            free(shown);
             break;
         }
         }

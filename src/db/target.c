@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "db/internal.h"
+#include "preon/conninfo.h"
 #include "preon/errors.h"
 #include "preon/log.h"
 
@@ -111,7 +112,10 @@ preon_db_target_t *preon_db_target_create(const char *url, int resolve_host, cha
         size_t n = strlen(perr != NULL ? perr : "");
         while (n > 0 && perr[n - 1] == '\n')
             perr[--n] = '\0';
-        snprintf(err, errlen, "database.url: %s", perr != NULL ? perr : "out of memory");
+        /* libpq quotes the token it could not decode, which may be the password ("invalid percent-encoded token") */
+        char *why = preon_conninfo_scrub(url, perr != NULL ? perr : "out of memory");
+        snprintf(err, errlen, "database.url: %s", why);
+        free(why);
         PQfreemem(perr);
         return NULL;
     }
