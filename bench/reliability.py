@@ -9,7 +9,7 @@
                    /hello probe (p99 < 50 ms)
   postgres-killed  PostgreSQL killed (-m immediate) and restarted 10 times under 16 clients
   sigterm          SIGTERM while wrk and counting clients load /fruits
-  faults           dropped table (both Sync modes), user without rights
+  faults           dropped table (both Sync modes), user without rights, backends abandoned after timeouts
   injection        quotes, semicolons and $1 in every parameter
   secrets          the database password in logs, answers and --check-config (right, wrong, database down)
 
@@ -86,6 +86,12 @@ def describe(r):
     if t == "user-without-rights":
         return ("user without rights", "preon connects as a role with no grants", secs,
                 "; ".join("%s %s" % (p, s) for p, s in r["answers"].items()) + "; /hello, /json 200")
+    if t == "abandoned-queries":
+        return ("abandoned queries", "a lock on fruits held ~4 s, /fruits asked every 0.25 s, query timeout 300 ms, one "
+                "thread", secs, "preon's backends waiting on the lock, per sample: with client_check_ms 1000: %s (max %d)%s" % (
+                    " ".join(map(str, r["checked"])), max(r["checked"]),
+                    "; with 0: %s (max %d)" % (" ".join(map(str, r["unchecked"])), max(r["unchecked"]))
+                    if r.get("unchecked") else ""))
     if t == "password-never-shown":
         return ("password never shown", "%d secrets (password right / wrong / database down, URI and key=value, "
                 "sslpassword) at log level debug with the access log" % r["secrets"], secs,

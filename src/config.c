@@ -50,6 +50,7 @@ static const entry_t entries[] = {
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 1, 64, NULL, "1"},
     {"database", "max_queued", T_INT, OFF(database.max_queued), 1, 1000000, NULL, "16384"},
     {"database", "query_timeout_ms", T_INT, OFF(database.query_timeout_ms), 10, 3600000, NULL, "5000"},
+    {"database", "client_check_ms", T_INT, OFF(database.client_check_ms), 0, 3600000, NULL, "1000"},
     {"database", "connect_timeout_ms", T_INT, OFF(database.connect_timeout_ms), 10, 3600000, NULL, "3000"},
     {"database", "reconnect_min_ms", T_INT, OFF(database.reconnect_min_ms), 1, 3600000, NULL, "50"},
     {"database", "reconnect_max_ms", T_INT, OFF(database.reconnect_max_ms), 1, 3600000, NULL, "1000"},

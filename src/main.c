@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     preon_log_level = (preon_log_level_t)cfg.log.level;
     preon_log_format = (preon_log_format_t)cfg.log.format;
     /* The URL is checked with libpq's own parser; the host name is resolved here, not on an event loop. */
-    preon_db_target_t *target = preon_db_target_create(cfg.database.url, !check, err, sizeof(err));
+    preon_db_target_t *target = preon_db_target_create(cfg.database.url, cfg.database.client_check_ms, !check, err, sizeof(err));
     if (target == NULL) {
         fprintf(stderr, "%s\n", err);
         preon_config_dispose(&cfg);

@@ -29,6 +29,7 @@ typedef struct st_preon_config_t {
         int connections_per_thread; /* pipelined connections each event loop owns */
         int max_queued;             /* queries waiting or in flight per thread before 503 */
         int query_timeout_ms;       /* query at the head of a pipeline for longer than this: 504, reconnect */
+        int client_check_ms;        /* server's client_connection_check_interval (0: not sent) */
         int connect_timeout_ms;     /* a connection attempt older than this is abandoned */
         int reconnect_min_ms;       /* first back-off after a failed or lost connection */
         int reconnect_max_ms;       /* back-off doubles up to this */

@@ -38,15 +38,16 @@ typedef struct st_preon_db_statement_t {
 typedef void (*preon_db_result_cb)(preon_db_query_t *q, const preon_db_result_t *res);
 /**
  * Called once instead of on_result: `err` is PREON_EDB (the database refused the query; `detail` is its
- * message), PREON_ECONFLICT (it violated a constraint: SQLSTATE class 23), PREON_ETIMEDOUT, PREON_ECONNLOST, PREON_ENOTCONN or PREON_ESHUTDOWN. `detail` is borrowed.
+ * message), PREON_ECONFLICT (it violated a constraint: SQLSTATE class 23), PREON_ETIMEDOUT, PREON_ECONNLOST, PREON_ENOTCONN or
+ * PREON_ESHUTDOWN. `detail` is borrowed.
  */
 typedef void (*preon_db_error_cb)(preon_db_query_t *q, int err, const char *detail);
 
 struct st_preon_db_query_t {
-    unsigned stmt;                            /* index into the statement table */
-    unsigned flags;                           /* PREON_DB_* */
-    int nparams;                              /* must equal the statement's nparams */
-    const char *params[PREON_DB_MAX_PARAMS];  /* text-format values, borrowed until a callback runs */
+    unsigned stmt;                           /* index into the statement table */
+    unsigned flags;                          /* PREON_DB_* */
+    int nparams;                             /* must equal the statement's nparams */
+    const char *params[PREON_DB_MAX_PARAMS]; /* text-format values, borrowed until a callback runs */
     preon_db_result_cb on_result;
     preon_db_error_cb on_error;
     /* owned by the db layer while the query is queued */
@@ -58,11 +59,11 @@ struct st_preon_db_query_t {
 
 /** Counters of one pool, read by the server for logs and readiness. */
 typedef struct st_preon_db_stats_t {
-    size_t queued;       /* accepted and not yet answered */
-    unsigned ready;      /* connections able to take queries */
-    unsigned connecting; /* connections being established */
-    unsigned total;      /* configured connections */
-    uint64_t reconnects; /* connections (re)established after the first */
+    size_t queued;          /* accepted and not yet answered */
+    unsigned ready;         /* connections able to take queries */
+    unsigned connecting;    /* connections being established */
+    unsigned total;         /* configured connections */
+    uint64_t reconnects;    /* connections (re)established after the first */
     uint64_t rejected_full; /* submits refused with PREON_EQUEUEFULL (each one request's 503) */
     uint64_t rejected_down; /* submits refused with PREON_ENOTCONN */
 } preon_db_stats_t;
@@ -73,9 +74,10 @@ typedef struct st_preon_db_target_t preon_db_target_t;
 /**
  * Parses `url` (a libpq URI or key=value string; "" means libpq's PG* variables). With `resolve_host`, a host
  * name is looked up now (this blocks: call at start-up only) and pinned as `hostaddr`, so that reconnects never
- * wait on DNS. Returns a new target, or NULL with "database.url: why" in `err`.
+ * wait on DNS. A positive `client_check_ms` is sent as the server's client_connection_check_interval (unless
+ * the URL's options set it). Returns a new target, or NULL with "database.url: why" (secrets scrubbed) in `err`.
  */
-preon_db_target_t *preon_db_target_create(const char *url, int resolve_host, char *err, size_t errlen);
+preon_db_target_t *preon_db_target_create(const char *url, int client_check_ms, int resolve_host, char *err, size_t errlen);
 
 /** Frees a target. Accepts NULL. */
 void preon_db_target_destroy(preon_db_target_t *t);

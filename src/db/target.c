@@ -56,6 +56,23 @@ static void set(preon_db_target_t *t, const char *k, const char *v)
     add(t, k, v);
 }
 
+/*
+ * After a query timeout preon drops the connection, but a backend waiting on a lock does not read its socket:
+ * without client_connection_check_interval it would wait on, holding a server connection slot, and every
+ * further timeout would add one. Sent in the startup packet's options unless the URL's options set it.
+ */
+static void add_client_check(preon_db_target_t *t, int ms)
+{
+    const char *options = find(t, "options");
+    if (ms <= 0 || (options != NULL && strstr(options, "client_connection_check_interval") != NULL))
+        return;
+    char buf[1024];
+    int n = snprintf(buf, sizeof(buf), "%s%s-c client_connection_check_interval=%d", options != NULL ? options : "",
+                     options != NULL ? " " : "", ms);
+    if (n > 0 && (size_t)n < sizeof(buf))
+        set(t, "options", buf);
+}
+
 static int is_numeric_host(const char *h)
 {
     unsigned char buf[sizeof(struct in6_addr)];
@@ -104,7 +121,7 @@ static void resolve(preon_db_target_t *t)
     freeaddrinfo(ai);
 }
 
-preon_db_target_t *preon_db_target_create(const char *url, int resolve_host, char *err, size_t errlen)
+preon_db_target_t *preon_db_target_create(const char *url, int client_check_ms, int resolve_host, char *err, size_t errlen)
 {
     char *perr = NULL;
     PQconninfoOption *opts = PQconninfoParse(url, &perr);
@@ -130,6 +147,7 @@ preon_db_target_t *preon_db_target_create(const char *url, int resolve_host, cha
         add(t, "client_encoding", "UTF8");
     if (find(t, "application_name") == NULL)
         add(t, "fallback_application_name", "preon");
+    add_client_check(t, client_check_ms);
     if (resolve_host)
         resolve(t);
     return t;

@@ -5,8 +5,9 @@ recovers by itself when the table is back."""
 import json
 import threading
 import time
+import unittest
 
-from harness import Preon, PreonTestCase, main, parallel, pg_url, psql, record, require_env
+from harness import WRAPPER, Preon, PreonTestCase, hold_lock, main, parallel, pg_url, psql, record, require_env
 
 
 def tally(results):
@@ -87,6 +88,50 @@ class NoRightsTest(PreonTestCase):
         while "permission denied" not in self.preon.output() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertIn("permission denied", self.preon.output())
+
+
+class AbandonedQueriesTest(unittest.TestCase):
+    """After a query timeout preon drops the connection. A backend waiting on a lock does not read its socket, so
+    unless PostgreSQL checks the client (database.client_check_ms, sent as client_connection_check_interval) it
+    waits on, holding a server connection, and every further timeout (or connect attempt whose statements wait
+    on the same lock) adds one: with one event-loop thread, 20 within 7 s were seen, enough to use up the
+    server's max_connections for every client of the database."""
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+
+    def waiting_backends(self, client_check_ms, hold_s=4.0):
+        """Holds a lock on fruits for hold_s while asking /fruits; returns how many of preon's backends waited on
+        the lock at each sample (every 0.25 s)."""
+        p = Preon(server_threads=1, database_query_timeout_ms=300, database_connect_timeout_ms=500,
+                  database_client_check_ms=client_check_ms, server_request_timeout_ms=2000).start()
+        try:
+            holder, counts = hold_lock(hold_s), []
+            end = time.monotonic() + hold_s - 0.5
+            while time.monotonic() < end:
+                self.assertIn(p.request("GET", "/fruits")[0], (200, 503, 504))
+                counts.append(int(psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'preon' "
+                                       "AND wait_event_type = 'Lock'")))
+                time.sleep(0.25)
+            holder.wait(timeout=30)
+            deadline = time.monotonic() + 5
+            while p.request("GET", "/fruits")[0] != 200:  # back once the lock is gone
+                self.assertLess(time.monotonic(), deadline, "/fruits not 200 again within 5 s of the lock's end")
+                time.sleep(0.05)
+            self.assertEqual(p.stop(), 0)
+            return counts
+        finally:
+            p.cleanup()
+
+    def test_abandoned_backends_end(self):
+        checked = self.waiting_backends(1000)
+        # the connection in use, plus those given up within about the last second
+        self.assertLessEqual(max(checked), 5, checked)
+        unchecked = None
+        if not WRAPPER:  # the hazard itself, to show this test can fail (valgrind's pace makes it a slow one)
+            unchecked = self.waiting_backends(0)
+            self.assertGreaterEqual(unchecked[-1], max(checked) + 3, (checked, unchecked))
+        record("abandoned-queries", checked=checked, unchecked=unchecked)
 
 
 if __name__ == "__main__":
