@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
 #include "preon/config.h"
 #include "preon/conninfo.h"
@@ -349,9 +350,20 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
             if (strlen(name) == (size_t)(eq - *v) && memcmp(name, *v, eq - *v) == 0)
                 e = &entries[i];
         }
-        /* Other PREON_* variables belong to scripts and tests (PREON_BIN, ...); only known keys are applied. */
-        if (e == NULL)
+        /* PREON_<SECTION>_<KEY> of a known section must name a known key: a misspelt override silently ignored
+         * is a setting the operator believes in and does not have (a file's unknown keys are errors too). Other
+         * PREON_* variables belong to scripts and tests (PREON_BIN, ...). */
+        if (e == NULL) {
+            for (size_t i = 0; i < NUM_ENTRIES; i++) {
+                const char *sec = entries[i].section;
+                size_t n = strlen(sec);
+                if ((size_t)(eq - *v) > 6 + n + 1 && strncasecmp(*v + 6, sec, n) == 0 && (*v)[6 + n] == '_') {
+                    snprintf(err, errlen, "environment %.*s: unknown key in section '%s'", (int)(eq - *v), *v, sec);
+                    return PREON_EINVAL;
+                }
+            }
             continue;
+        }
         char why[256];
         if (set_value(cfg, e, eq + 1, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "environment %s: %s", name, why);

@@ -155,6 +155,22 @@ static void test_env_bad_value(void **state)
     preon_config_dispose(&cfg);
 }
 
+static void test_env_unknown_key(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[256] = "";
+    preon_config_init(&cfg);
+    /* a misspelt override of a known section is an error; other PREON_* variables belong to scripts */
+    char *ok[] = {"PREON_BIN=/x", "PREON_TEST_PGDIR=/tmp", "PREON_SERVERS=1", "PREON_SERVER_PORT=81", NULL};
+    assert_int_equal(preon_config_apply_env(&cfg, ok, err, sizeof(err)), 0);
+    assert_int_equal(cfg.server.port, 81);
+    char *typo[] = {"PREON_DATABASE_QUERY_TIMEOUT=5", NULL};
+    assert_int_equal(preon_config_apply_env(&cfg, typo, err, sizeof(err)), PREON_EINVAL);
+    assert_string_equal(err, "environment PREON_DATABASE_QUERY_TIMEOUT: unknown key in section 'database'");
+    preon_config_dispose(&cfg);
+}
+
 static void test_print_hides_password(void **state)
 {
     (void)state;
@@ -183,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_syntax_error),
         cmocka_unit_test(test_env_overrides),
         cmocka_unit_test(test_env_bad_value),
+        cmocka_unit_test(test_env_unknown_key),
         cmocka_unit_test(test_print_hides_password),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
