@@ -64,10 +64,31 @@ static void uri_secrets(const char *s, size_t prefix, preon_conninfo_secret_cb c
             cb((size_t)(colon + 1 - s), (size_t)(p - colon - 1), ctx);
         start = p + 1;
     }
-    const char *q = strchr(start, '?');
-    if (q == NULL)
+    /* Hosts, separated by ',': "[IPv6]" (which may hold '?' and '&') or up to one of ":/?,"; each with an optional
+     * ":port" up to one of "/?,". Then an optional "/dbname" up to '?', then the query. */
+    p = start;
+    for (;;) {
+        if (*p == '[') {
+            const char *close = strchr(p + 1, ']');
+            if (close == NULL || close == p + 1)
+                return; /* libpq rejects the string here */
+            p = close + 1;
+            if (*p != '\0' && strchr(":/?,", *p) == NULL)
+                return;
+        } else {
+            p += strcspn(p, ":/?,");
+        }
+        if (*p == ':')
+            p += 1 + strcspn(p + 1, "/?,");
+        if (*p != ',')
+            break;
+        p++;
+    }
+    if (*p == '/')
+        p += strcspn(p, "?");
+    if (*p != '?')
         return;
-    for (const char *param = q + 1; *param != '\0';) {
+    for (const char *param = p + 1; *param != '\0';) {
         size_t len = strcspn(param, "&");
         const char *eq = memchr(param, '=', len);
         if (eq != NULL && is_secret_encoded_name(param, (size_t)(eq - param))) {

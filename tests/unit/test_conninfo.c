@@ -23,6 +23,10 @@ static const struct {
     {"postgresql://db/preon?p%61ssword=s3cret", "postgresql://db/preon?p%61ssword=***"},
     {"postgresql://db/preon?sslpassword=k3y&password=", "postgresql://db/preon?sslpassword=***&password="},
     {"postgresql://u:a@db/preon?password=b", "postgresql://u:***@db/preon?password=***"},
+    {"postgresql://u:a@[::1]:5432/preon?password=b", "postgresql://u:***@[::1]:5432/preon?password=***"},
+    {"postgresql://[a?b&password=c]/preon?password=d", "postgresql://[a?b&password=c]/preon?password=***"}, /* libpq: host */
+    {"postgresql://h1:1,h2:2/preon?password=d", "postgresql://h1:1,h2:2/preon?password=***"},
+    {"postgresql://h?password=d", "postgresql://h?password=***"},
     {"POSTGRESQL://u:a@db/preon", "POSTGRESQL://u:a@db/preon"}, /* not a URI to libpq: a (bad) key=value string */
     /* key=value strings: quoted or not, blanks around '=', backslash escapes, every occurrence */
     {"host=db password=s3cret user=app", "host=db password=*** user=app"},
