@@ -102,6 +102,41 @@ static void uri_secrets(const char *s, size_t prefix, preon_conninfo_secret_cb c
     }
 }
 
+typedef struct {
+    preon_conninfo_secret_cb cb;
+    void *ctx;
+    size_t base;
+} shifted_t;
+
+static void on_shifted(size_t off, size_t len, void *ctx)
+{
+    shifted_t *sh = ctx;
+    sh->cb(sh->base + off, len, sh->ctx);
+}
+
+/* A URI where libpq reads key=value pairs (after a blank, say: " postgresql://u:pw@h") is a bad keyword to libpq,
+ * which quotes it whole in its complaint ("missing \"=\" after ..."): its password is a secret all the same. */
+static void misplaced_uri_secrets(const char *s, const char *name, size_t nlen, preon_conninfo_secret_cb cb, void *ctx)
+{
+    char *token = strndup(name, nlen);
+    if (token == NULL)
+        abort();
+    shifted_t sh = {cb, ctx, (size_t)(name - s)};
+    uri_secrets(token, (size_t)(strstr(token, "://") + 3 - token), on_shifted, &sh);
+    free(token);
+}
+
+/* ... and the value after " postgresql://h/d?password=" is that URI's password. */
+static int ends_with_secret_param(const char *name, size_t nlen)
+{
+    if (memmem(name, nlen, "://", 3) == NULL)
+        return 0;
+    size_t start = nlen;
+    while (start > 0 && name[start - 1] != '?' && name[start - 1] != '&')
+        start--;
+    return start > 0 && is_secret_encoded_name(name + start, nlen - start);
+}
+
 static void keyword_secrets(const char *s, preon_conninfo_secret_cb cb, void *ctx)
 {
     const char *cp = s;
@@ -115,6 +150,8 @@ static void keyword_secrets(const char *s, preon_conninfo_secret_cb cb, void *ct
         while (*cp != '\0' && *cp != '=' && !isspace((unsigned char)*cp))
             cp++;
         size_t nlen = (size_t)(cp - name);
+        if (memmem(name, nlen, "://", 3) != NULL)
+            misplaced_uri_secrets(s, name, nlen, cb, ctx);
         while (isspace((unsigned char)*cp))
             cp++;
         if (*cp != '=')
@@ -134,7 +171,7 @@ static void keyword_secrets(const char *s, preon_conninfo_secret_cb cb, void *ct
                 break;
             }
         }
-        if (is_secret_name(name, nlen) && cp > val)
+        if (cp > val && (is_secret_name(name, nlen) || ends_with_secret_param(name, nlen)))
             cb((size_t)(val - s), (size_t)(cp - val), ctx);
         if (*cp != '\0')
             cp++; /* the closing quote or the blank */

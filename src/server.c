@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -176,13 +177,10 @@ static int out_of_descriptors(preon_thread_t *thr)
     return 0;
 }
 
-static void on_accept(h2o_socket_t *listener, const char *err)
+/* Accepts up to `limit` connections from the backlog. */
+static void accept_some(preon_thread_t *thr, h2o_socket_t *listener, int limit)
 {
-    preon_thread_t *thr = listener->data;
-    if (err != NULL || thr->draining)
-        return;
-    /* A few per wake-up: fair to the connections already open, cheap under a connection storm. */
-    for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < limit; i++) {
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
         if (sock == NULL) {
             if ((errno == EMFILE || errno == ENFILE) && out_of_descriptors(thr))
@@ -204,6 +202,49 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     }
 }
 
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    preon_thread_t *thr = listener->data;
+    if (err != NULL || thr->draining)
+        return;
+    /* A few per wake-up: fair to the connections already open, cheap under a connection storm. */
+    accept_some(thr, listener, 32);
+}
+
+/* Closing a listening socket resets the connections still in its backlog, requests and all: take them first. */
+static void close_listener(preon_thread_t *thr)
+{
+    if (thr->spare_fd >= 0) { /* a duplicate of the listener: it would keep the socket listening */
+        close(thr->spare_fd);
+        thr->spare_fd = -1;
+    }
+    if (h2o_timeout_is_linked(&thr->accept_pause_entry))
+        h2o_timeout_unlink(&thr->accept_pause_entry);
+    if (thr->listener != NULL) {
+        accept_some(thr, thr->listener, INT_MAX);
+        h2o_socket_read_stop(thr->listener);
+        h2o_socket_close(thr->listener);
+        thr->listener = NULL;
+    }
+}
+
+static unsigned listeners_closed; /* first stop phase: how many threads have closed their listener */
+
+/*
+ * The stop comes in two phases. First every thread closes its listener; only when all are closed does the drain
+ * begin (Connection: close on the next answers). Otherwise a client told to close by one thread reconnects at once,
+ * lands in the backlog of a thread that has not closed its listener yet, writes its request, and is reset when
+ * that listener closes: with SO_REUSEPORT each thread has a backlog of its own. Now such a client is refused.
+ */
+static void on_close_listener(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
+{
+    preon_thread_t *thr = H2O_STRUCT_FROM_MEMBER(preon_thread_t, close_receiver, receiver);
+    while (!h2o_linklist_is_empty(messages))
+        h2o_linklist_unlink(messages->next);
+    close_listener(thr);
+    __atomic_add_fetch(&listeners_closed, 1, __ATOMIC_RELEASE);
+}
+
 static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
 {
     preon_thread_t *thr = H2O_STRUCT_FROM_MEMBER(preon_thread_t, receiver, receiver);
@@ -213,17 +254,7 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
         return;
     thr->draining = 1;
     thr->drain_deadline = h2o_now(thr->loop) + (uint64_t)thr->cfg->server.shutdown_timeout_ms;
-    if (thr->spare_fd >= 0) { /* a duplicate of the listener: it would keep the socket listening */
-        close(thr->spare_fd);
-        thr->spare_fd = -1;
-    }
-    if (h2o_timeout_is_linked(&thr->accept_pause_entry))
-        h2o_timeout_unlink(&thr->accept_pause_entry);
-    if (thr->listener != NULL) {
-        h2o_socket_read_stop(thr->listener);
-        h2o_socket_close(thr->listener);
-        thr->listener = NULL;
-    }
+    close_listener(thr); /* already closed in the first phase, unless that timed out */
     h2o_context_request_shutdown(&thr->ctx);
 }
 
@@ -248,6 +279,7 @@ static void *thread_main(void *arg)
     while (h2o_now(thr->loop) < grace_end)
         h2o_evloop_run(thr->loop, 10);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
+    h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->close_receiver);
     h2o_timeout_dispose(thr->loop, &thr->request_timeout);
     h2o_timeout_dispose(thr->loop, &thr->accept_pause);
     preon_app_thread_dispose(thr);
@@ -329,6 +361,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
         thr->accept_ctx.ctx = &thr->ctx;
         thr->accept_ctx.hosts = globalconf.hosts;
         h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
+        h2o_multithread_register_receiver(thr->ctx.queue, &thr->close_receiver, on_close_listener);
         preon_rand_seed(&thr->rand);
         preon_http_metrics_init(&thr->http);
         h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
@@ -361,6 +394,17 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     if (cfg->server.drain_delay_ms > 0) {
         struct timespec delay = {cfg->server.drain_delay_ms / 1000, (cfg->server.drain_delay_ms % 1000) * 1000000L};
         if (sigtimedwait(&set, NULL, &delay) > 0) {
+            preon_log_warn("second signal: exiting at once");
+            _exit(1);
+        }
+    }
+    for (unsigned i = 0; i < nthreads; i++)
+        h2o_multithread_send_message(&threads[i].close_receiver, &threads[i].close_msg);
+    /* Until every listener is closed (bounded: a loop stuck for a second must not hold the drain back). */
+    for (int waited_ms = 0; __atomic_load_n(&listeners_closed, __ATOMIC_ACQUIRE) < nthreads && waited_ms < 1000;
+         waited_ms++) {
+        struct timespec ms = {0, 1000 * 1000};
+        if (sigtimedwait(&set, NULL, &ms) > 0) {
             preon_log_warn("second signal: exiting at once");
             _exit(1);
         }

@@ -31,6 +31,8 @@ typedef struct st_preon_thread_t {
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;
     h2o_multithread_message_t stop_msg;
+    h2o_multithread_receiver_t close_receiver; /* first stop phase: close the listener */
+    h2o_multithread_message_t close_msg;
     int draining;             /* SIGTERM seen: no new connections, finish what is in flight */
     uint64_t drain_deadline;  /* loop time after which the thread exits even with requests pending */
     size_t pending;           /* requests waiting for the database */

@@ -27,8 +27,10 @@ static const struct {
     {"postgresql://[a?b&password=c]/preon?password=d", "postgresql://[a?b&password=c]/preon?password=***"}, /* libpq: host */
     {"postgresql://h1:1,h2:2/preon?password=d", "postgresql://h1:1,h2:2/preon?password=***"},
     {"postgresql://h?password=d", "postgresql://h?password=***"},
-    {"POSTGRESQL://u:a@db/preon", "POSTGRESQL://u:a@db/preon"}, /* not a URI to libpq: a (bad) key=value string */
+    {"POSTGRESQL://u:a@db/preon", "POSTGRESQL://u:***@db/preon"}, /* not a URI to libpq: a bad keyword, quoted */
     /* key=value strings: quoted or not, blanks around '=', backslash escapes, every occurrence */
+    {" postgresql://app:s3cret@db/preon", " postgresql://app:***@db/preon"}, /* libpq: a bad keyword, quoted */
+    {"host=db postgresql://app:s3cret@db/preon?password=x", "host=db postgresql://app:***@db/preon?password=***"},
     {"host=db password=s3cret user=app", "host=db password=*** user=app"},
     {"host=db password='my s3cret' user=app", "host=db password='***' user=app"},
     {"host=db password = 's3\\'cret' user=app", "host=db password = '***' user=app"},
@@ -60,6 +62,9 @@ static void test_scrub(void **state)
     /* a secret shorter than its mask grows the text */
     s = preon_conninfo_scrub("password=ab", "ab ab ab ab ab ab ab ab ab ab");
     assert_string_equal(s, "*** *** *** *** *** *** *** *** *** ***");
+    free(s);
+    s = preon_conninfo_scrub(" postgresql://u:s3cret@db", "missing \"=\" after \"postgresql://u:s3cret@db\"");
+    assert_string_equal(s, "missing \"=\" after \"postgresql://u:***@db\"");
     free(s);
     s = preon_conninfo_scrub("host=db", "could not connect to db");
     assert_string_equal(s, "could not connect to db");
