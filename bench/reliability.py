@@ -122,7 +122,8 @@ def main():
     if args.render:
         sys.stdout.write(render(args.render))
         return 0
-    out = args.out or os.path.join(REPO, "bench", "results", "reliability-" + time.strftime("%Y%m%d-%H%M%S"))
+    # absolute: the tests run from tests/integration
+    out = os.path.abspath(args.out or os.path.join(REPO, "bench", "results", "reliability-" + time.strftime("%Y%m%d-%H%M%S")))
     os.makedirs(out, exist_ok=True)
     results = os.path.join(out, "results.jsonl")
     binary = build_preon()
