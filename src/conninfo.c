@@ -188,29 +188,36 @@ void preon_conninfo_secrets(const char *conninfo, preon_conninfo_secret_cb cb, v
 }
 
 typedef struct {
-    size_t off[32], len[32], n;
-    int more; /* more secrets than fit (absurd, but possible): the rest is treated as secret */
+    size_t *off, *len, n, cap;
 } spans_t;
 
 static void on_span(size_t off, size_t len, void *ctx)
 {
     spans_t *sp = ctx;
-    if (sp->n == sizeof(sp->off) / sizeof(sp->off[0])) {
-        sp->more = 1;
-        return;
+    if (sp->n == sp->cap) {
+        sp->cap = sp->cap != 0 ? sp->cap * 2 : 8;
+        if ((sp->off = realloc(sp->off, sp->cap * sizeof(*sp->off))) == NULL ||
+            (sp->len = realloc(sp->len, sp->cap * sizeof(*sp->len))) == NULL)
+            abort();
     }
     sp->off[sp->n] = off;
     sp->len[sp->n++] = len;
+}
+
+static void spans_dispose(spans_t *sp)
+{
+    free(sp->off);
+    free(sp->len);
 }
 
 char *preon_conninfo_redact(const char *conninfo)
 {
     if (conninfo == NULL)
         return NULL;
-    spans_t sp = {.n = 0};
+    spans_t sp = {NULL, NULL, 0, 0};
     preon_conninfo_secrets(conninfo, on_span, &sp);
     size_t inlen = strlen(conninfo);
-    char *out = malloc(inlen + 3 * (sp.n + 1) + 1), *o = out;
+    char *out = malloc(inlen + 3 * sp.n + 1), *o = out;
     if (out == NULL)
         abort();
     size_t from = 0;
@@ -221,21 +228,16 @@ char *preon_conninfo_redact(const char *conninfo)
         o += 3;
         from = sp.off[i] + sp.len[i];
     }
-    if (sp.more) {
-        memcpy(o, "***", 3), o += 3;
-        from = inlen;
-    }
     memcpy(o, conninfo + from, inlen - from);
     o[inlen - from] = '\0';
+    spans_dispose(&sp);
     return out;
 }
 
 char *preon_conninfo_scrub(const char *conninfo, const char *text)
 {
-    spans_t sp = {.n = 0};
+    spans_t sp = {NULL, NULL, 0, 0};
     preon_conninfo_secrets(conninfo, on_span, &sp);
-    if (sp.more)
-        text = "(not shown: the connection string has too many passwords to hide them all)", sp.n = 0;
     size_t cap = strlen(text) + 1;
     char *out = malloc(cap), *o = out;
     if (out == NULL)
@@ -262,5 +264,6 @@ char *preon_conninfo_scrub(const char *conninfo, const char *text)
         }
     }
     *o = '\0';
+    spans_dispose(&sp);
     return out;
 }

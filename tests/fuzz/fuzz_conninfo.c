@@ -65,8 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < 2; i++) {
         char *scrubbed = preon_conninfo_scrub(s, texts[i]);
         check_t c = {s, scrubbed};
-        if (strncmp(scrubbed, "(not shown", 10) != 0) /* too many secrets: a fixed text replaces the message */
-            preon_conninfo_secrets(s, on_secret, &c);
+        preon_conninfo_secrets(s, on_secret, &c);
         free(scrubbed);
     }
     PQfreemem(err);
