@@ -214,6 +214,9 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 /* Closing a listening socket resets the connections still in its backlog, requests and all: take them first. */
 static void close_listener(preon_thread_t *thr)
 {
+    /* first: shedding a connection out of descriptors dups the spare again, and may pause accepting */
+    if (thr->listener != NULL)
+        accept_some(thr, thr->listener, INT_MAX);
     if (thr->spare_fd >= 0) { /* a duplicate of the listener: it would keep the socket listening */
         close(thr->spare_fd);
         thr->spare_fd = -1;
@@ -221,10 +224,19 @@ static void close_listener(preon_thread_t *thr)
     if (h2o_timeout_is_linked(&thr->accept_pause_entry))
         h2o_timeout_unlink(&thr->accept_pause_entry);
     if (thr->listener != NULL) {
-        accept_some(thr, thr->listener, INT_MAX);
         h2o_socket_read_stop(thr->listener);
         h2o_socket_close(thr->listener);
         thr->listener = NULL;
+    }
+}
+
+/* Waits up to `ns` for a signal of `set` (the second one while stopping): if one comes, exits at once. */
+static void exit_on_signal(const sigset_t *set, long ns)
+{
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    if (sigtimedwait(set, NULL, &ts) > 0) {
+        preon_log_warn("second signal: exiting at once");
+        _exit(1);
     }
 }
 
@@ -392,23 +404,14 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     preon_log_info("%s: draining (listeners close in %d ms; requests in flight get up to %d ms)",
                    sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->server.drain_delay_ms, cfg->server.shutdown_timeout_ms);
     if (cfg->server.drain_delay_ms > 0) {
-        struct timespec delay = {cfg->server.drain_delay_ms / 1000, (cfg->server.drain_delay_ms % 1000) * 1000000L};
-        if (sigtimedwait(&set, NULL, &delay) > 0) {
-            preon_log_warn("second signal: exiting at once");
-            _exit(1);
-        }
+        exit_on_signal(&set, cfg->server.drain_delay_ms * 1000000L);
     }
     for (unsigned i = 0; i < nthreads; i++)
         h2o_multithread_send_message(&threads[i].close_receiver, &threads[i].close_msg);
     /* Until every listener is closed (bounded: a loop stuck for a second must not hold the drain back). */
     for (int waited_ms = 0; __atomic_load_n(&listeners_closed, __ATOMIC_ACQUIRE) < nthreads && waited_ms < 1000;
-         waited_ms++) {
-        struct timespec ms = {0, 1000 * 1000};
-        if (sigtimedwait(&set, NULL, &ms) > 0) {
-            preon_log_warn("second signal: exiting at once");
-            _exit(1);
-        }
-    }
+         waited_ms++)
+        exit_on_signal(&set, 1000000L);
     for (unsigned i = 0; i < nthreads; i++)
         h2o_multithread_send_message(&threads[i].receiver, &threads[i].stop_msg);
 
@@ -422,11 +425,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
                 ts.tv_sec++, ts.tv_nsec -= 1000000000;
             if (pthread_timedjoin_np(threads[i].tid, NULL, &ts) == 0)
                 break;
-            struct timespec zero = {0, 0};
-            if (sigtimedwait(&set, NULL, &zero) > 0) {
-                preon_log_warn("second signal: exiting at once");
-                _exit(1);
-            }
+            exit_on_signal(&set, 0);
         }
     }
     for (unsigned i = 0; i < nthreads; i++)
