@@ -178,19 +178,31 @@ class ConnectionsTest(unittest.TestCase):
 
     def test_more_connections_than_allowed(self):
         # server.max_connections below the storm: the rest are refused at once (and counted), not left hanging
+        # The answered connections stay open until the storm is over: closed, they would make room, and a server
+        # slower than the client (a sanitized build on a busy machine) would then accept and serve the rest from
+        # its backlog, refusing none (seen once in CI: 3000 answered, 0 refused). The idle timeout outlasts it.
         n, limit = scaled(3000, 10000, 300), scaled(1000, 5000, 100)
         raise_fd_limit(n + 1024)
-        p = Preon(server_max_connections=limit).start()
+        p = Preon(server_max_connections=limit, server_idle_timeout_ms=600000).start()
+        held = []
         try:
             start = time.monotonic()
-            outcomes = self.storm(p, n)
+            outcomes = self.storm(p, n, keep=held)
+            for s in held:
+                s.close()
+            held = []
+            time.sleep(0.2)
             refused = value(scrape(p), "preon_http_connections_refused_total")
             record("max-connections", conns=n, max_connections=limit, outcomes=outcomes, counted_refused=int(refused),
                    seconds=round(time.monotonic() - start, 1))
-            self.assertGreaterEqual(outcomes.get("status 200", 0), limit)
+            # all that fit in the limit, give or take the start-up probes' connections still closing
+            self.assertLessEqual(outcomes.get("status 200", 0), limit)
+            self.assertGreaterEqual(outcomes.get("status 200", 0), limit - 4)
             self.assert_refused_cleanly(p, outcomes, refused)
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
         finally:
+            for s in held:
+                s.close()
             p.cleanup()
 
     def test_out_of_file_descriptors(self):
