@@ -274,6 +274,9 @@ static void *thread_main(void *arg)
 {
     preon_thread_t *thr = arg;
     preon_log_attach();
+#ifdef PREON_NORECYCLE
+    h2o_socket_buffer_prototype.allocator.max = 0; /* sanitizer builds: see src/norecycle.c */
+#endif
     h2o_socket_read_start(thr->listener, on_accept);
     /* Until the stop message: serve. Then until nothing waits on the database and no request has come for a
      * moment (active keep-alive clients get Connection: close and leave), or the shutdown deadline. */
