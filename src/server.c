@@ -288,8 +288,9 @@ static void *thread_main(void *arg)
      * answers, and the last ones written above, reach the clients. */
     if (thr->pending != 0)
         preon_log_warn("thread %u: %zu requests still waiting at shutdown; answering 503", thr->index, thr->pending);
-    preon_db_pool_destroy(thr->db);
-    thr->db = NULL;
+    /* Closed, not freed: other threads read every pool for /metrics and readiness until all have joined, and a
+     * request reaching this thread in the grace below is refused with 503. The main thread frees it. */
+    preon_db_pool_close(thr->db);
     uint64_t grace_end = h2o_now(thr->loop) + 50;
     while (h2o_now(thr->loop) < grace_end)
         h2o_evloop_run(thr->loop, 10);
@@ -431,8 +432,11 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
             exit_on_signal(&set, 0);
         }
     }
-    for (unsigned i = 0; i < nthreads; i++)
+    for (unsigned i = 0; i < nthreads; i++) {
+        preon_db_pool_destroy(threads[i].db);
+        threads[i].db = NULL;
         preon_http_metrics_dispose(&threads[i].http);
+    }
     preon_app_dispose();
     preon_log_info("stopped");
     return 0;

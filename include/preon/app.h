@@ -97,8 +97,9 @@ h2o_req_t *preon_dbreq_req(preon_dbreq_t *r);
 /** Sets query `i`: statement, flags (PREON_DB_WRITE) and text parameters, which are copied. */
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params);
 
-/** For a dbreq that continues another's work (a second step): it inherits the request's route and start time. */
-void preon_dbreq_continue(preon_dbreq_t *next, const preon_dbreq_t *prev);
+/** For a dbreq that continues another's work (a second step): it inherits the request's route, start time and
+ * deadline (server.request_timeout_ms counts from the first step). Call from `prev`'s on_done. */
+void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev);
 
 /** Sends the queries. If they cannot be queued, answers the request (503) and frees the dbreq at once. */
 void preon_dbreq_run(preon_dbreq_t *r);

@@ -38,8 +38,13 @@ typedef struct st_preon_db_statement_t {
 typedef void (*preon_db_result_cb)(preon_db_query_t *q, const preon_db_result_t *res);
 /**
  * Called once instead of on_result: `err` is PREON_EDB (the database refused the query; `detail` is its
- * message), PREON_ECONFLICT (it violated a constraint: SQLSTATE class 23), PREON_ETIMEDOUT, PREON_ECONNLOST, PREON_ENOTCONN or
- * PREON_ESHUTDOWN. `detail` is borrowed.
+ * message), PREON_ECONFLICT (it violated a constraint: SQLSTATE class 23, also when found at COMMIT),
+ * PREON_ERETRY (serialization failure 40001 or deadlock 40P01: the transaction was rolled back, the same request may
+ * succeed if repeated), PREON_ETIMEDOUT, PREON_ECONNLOST (the connection broke before the query's Sync was
+ * answered: a write may or may not have committed), PREON_ENOTCONN or PREON_ESHUTDOWN. `detail` is borrowed.
+ *
+ * Neither callback runs before the query's Sync has been answered: the implicit COMMIT runs at the Sync and can
+ * fail there (a deferred constraint, a serialization failure), after the statement itself looked fine.
  */
 typedef void (*preon_db_error_cb)(preon_db_query_t *q, int err, const char *detail);
 
@@ -54,6 +59,7 @@ struct st_preon_db_query_t {
     preon_db_query_t *_next;
     uint64_t _sent_at;
     uint64_t _queued_ns;
+    void *_res; /* its result, held until the Sync is answered */
     unsigned char _resent;
 };
 
@@ -91,8 +97,16 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
                                       const preon_db_statement_t *statements, size_t nstatements, const char *tag);
 
 /**
- * Fails every query still queued with PREON_ESHUTDOWN (their callbacks run before this returns), closes the
- * connections and frees the pool. Accepts NULL.
+ * Fails every query still queued with PREON_ESHUTDOWN (their callbacks run before this returns) and closes the
+ * connections; from then on submits return PREON_ESHUTDOWN, while preon_db_pool_stats and preon_db_pool_collect
+ * (from any thread) still read the final counters. Call on the owner thread, with its loop still to run once (the
+ * sockets close there). Idempotent.
+ */
+void preon_db_pool_close(preon_db_pool_t *pool);
+
+/**
+ * Frees the pool, closing it first if that was not done. Once closed, any thread may free it, provided no other
+ * thread reads it any more (the server frees every pool after joining every loop thread). Accepts NULL.
  */
 void preon_db_pool_destroy(preon_db_pool_t *pool);
 
@@ -101,7 +115,7 @@ void preon_db_pool_destroy(preon_db_pool_t *pool);
  * one Sync (one implicit transaction), for sending at the end of this loop pass. All or nothing: returns 0,
  * after which exactly one callback of each query will run later; or, with no callback ever called,
  * PREON_ENOTCONN (no connection is ready), PREON_EQUEUEFULL (database.max_queued would be exceeded on this
- * thread) or PREON_EINVAL (bad statement or parameter count). Sets PREON_DB_MORE itself.
+ * thread), PREON_ESHUTDOWN (the pool is closed) or PREON_EINVAL (bad statement or parameter count). Sets PREON_DB_MORE itself.
  */
 int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n);
 
@@ -113,6 +127,7 @@ typedef enum {
     PREON_DB_OUTCOME_OK,
     PREON_DB_OUTCOME_ERROR,
     PREON_DB_OUTCOME_CONFLICT,
+    PREON_DB_OUTCOME_RETRY,
     PREON_DB_OUTCOME_TIMEOUT,
     PREON_DB_OUTCOME_CONNLOST,
     PREON_DB_OUTCOME_NOTSENT,

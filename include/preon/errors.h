@@ -15,6 +15,7 @@
     XX(CONNLOST, "database connection was lost", 502)                                                                        \
     XX(DB, "database returned an error", 502)                                                                                \
     XX(CONFLICT, "conflicts with a database constraint", 409)                                                                \
+    XX(RETRY, "transaction could not be completed; retry", 503)                                                              \
     XX(TIMEDOUT, "database did not answer in time", 504)                                                                     \
     XX(IO, "input/output error", 500)
 

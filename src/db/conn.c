@@ -36,6 +36,7 @@ void preon_db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, unsigned inde
     c->state = CONN_IDLE;
     c->pg_fd = -1;
     c->unsent_tail = &c->unsent_head;
+    c->done_tail = &c->done_head;
     c->backoff_ms = pool->cfg->database.reconnect_min_ms;
     c->prepared = calloc(pool->nstmts ? pool->nstmts : 1, 1);
     c->ring_cap = 64;
@@ -62,6 +63,11 @@ static void close_pg(preon_db_conn_t *c)
         PQclear(c->cur);
         c->cur = NULL;
     }
+    if (c->sync_err != NULL) {
+        PQclear(c->sync_err);
+        c->sync_err = NULL;
+    }
+    c->sync_null_ok = c->seg_failed = 0;
     if (c->pg != NULL) {
         PQfinish(c->pg);
         c->pg = NULL;
@@ -75,13 +81,19 @@ void preon_db_conn_dispose(preon_db_conn_t *c)
     free(c->ring);
 }
 
-/* Wraps libpq's current socket in an h2o socket, replacing the old one if libpq changed it. */
+/*
+ * Wraps libpq's current socket in an h2o socket, replacing the old one if libpq changed it. Within one connect
+ * libpq may close its socket and open another (next host, target_session_attrs, an SSL retry) that the kernel
+ * gives the same number: so the socket is known by its identity, not its number. Our dup() keeps the old socket
+ * open, so a new one cannot have its inode.
+ */
 static int watch_socket(preon_db_conn_t *c)
 {
     int fd = PQsocket(c->pg);
-    if (fd < 0)
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
         return -1;
-    if (c->sock != NULL && fd == c->pg_fd)
+    if (c->sock != NULL && fd == c->pg_fd && st.st_dev == c->pg_dev && st.st_ino == c->pg_ino)
         return 0;
     close_socket(c);
     int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -90,6 +102,8 @@ static int watch_socket(preon_db_conn_t *c)
     c->sock = h2o_evloop_socket_create(c->pool->loop, dupfd, H2O_SOCKET_FLAG_DONT_READ);
     c->sock->data = c;
     c->pg_fd = fd;
+    c->pg_dev = st.st_dev;
+    c->pg_ino = st.st_ino;
     /* Readability is always of interest: results while ready, the server's answers while connecting. */
     h2o_socket_read_start(c->sock, on_read);
     return 0;
@@ -142,6 +156,8 @@ uint64_t preon_db_conn_head_since(const preon_db_conn_t *c)
 static void schedule_retry(preon_db_conn_t *c, int at_once)
 {
     const preon_config_t *cfg = c->pool->cfg;
+    at_once |= c->retry_now;
+    c->retry_now = 0;
     set_state(c, CONN_IDLE);
     c->state_since = now_ms(c);
     c->retry_at = now_ms(c) + (at_once ? 0 : c->backoff_ms);
@@ -152,9 +168,50 @@ static void schedule_retry(preon_db_conn_t *c, int at_once)
     }
 }
 
-void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why)
+/* Copies `why` (often libpq's error text, which PQfinish frees) without its trailing newlines, adding what the
+ * server said last (a FATAL on an idle connection reaches us as a notice, then the socket closes). */
+static const char *copy_why(preon_db_conn_t *c, const char *why, char *buf, size_t cap)
+{
+    if (why == NULL)
+        return NULL;
+    int n = snprintf(buf, cap, "%s", why);
+    size_t len = n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+        buf[--len] = '\0';
+    if (c->server_said[0] != '\0' && strstr(buf, c->server_said) == NULL)
+        snprintf(buf + len, cap - len, " (server: %s)", c->server_said);
+    return buf;
+}
+
+/* Fails the queries of `list` (linked by _next), freeing the results they held. */
+static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, const char *why)
+{
+    while (list != NULL) {
+        preon_db_query_t *q = list;
+        list = q->_next;
+        if (q->_res != NULL) {
+            PQclear(q->_res);
+            q->_res = NULL;
+        }
+        preon_db_pool_fail_query(pool, q, err, why);
+    }
+}
+
+void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
 {
     int was_ready = c->state == CONN_READY;
+    char buf[512];
+    if (c->pg != NULL && _why != NULL) {
+        /* libpq parses what it has read only when asked for results: a FATAL that came just before the end of the
+         * connection is still in its buffer. Parse it (the notice receiver keeps its text), after copying `_why`,
+         * which may point into libpq's error buffer. */
+        snprintf(buf, sizeof(buf), "%s", _why);
+        (void)PQisBusy(c->pg);
+        _why = buf;
+    }
+    char whybuf[640];
+    const char *why = copy_why(c, _why, whybuf, sizeof(whybuf));
+    c->server_said[0] = '\0';
     /* While the database stays down, only the first failed attempt is a warning; the retries are debug. */
     if (why != NULL && c->state != CONN_IDLE) {
         if (was_ready || !c->down_logged)
@@ -173,24 +230,24 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why)
     if (c->ring == NULL)
         abort();
     c->ring_head = c->ring_count = 0;
-    preon_db_query_t *unsent = c->unsent_head;
-    c->unsent_head = NULL;
+    preon_db_query_t *unsent = c->unsent_head, *done = c->done_head;
+    c->unsent_head = c->done_head = NULL;
     c->unsent_tail = &c->unsent_head;
+    c->done_tail = &c->done_head;
     c->nqueries = 0;
     memset(c->prepared, 0, c->pool->nstmts ? c->pool->nstmts : 1);
 
+    /* Oldest first: those answered but not yet committed (a write's fate is unknown: connection lost), then
+     * those in flight, then those never sent. */
+    int lost = err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ECONNLOST;
+    fail_list(c->pool, done, lost, why);
     for (size_t i = 0; i < count; i++) {
         entry_t *e = &ring[(head + i) % cap];
         if (e->kind == ENTRY_QUERY)
-            preon_db_pool_fail_query(c->pool, e->q, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ECONNLOST,
-                                     why);
+            preon_db_pool_fail_query(c->pool, e->q, lost, why);
     }
     free(ring);
-    while (unsent != NULL) {
-        preon_db_query_t *q = unsent;
-        unsent = q->_next;
-        preon_db_pool_fail_query(c->pool, q, err == PREON_ESHUTDOWN ? err : PREON_ENOTCONN, why);
-    }
+    fail_list(c->pool, unsent, err == PREON_ESHUTDOWN ? err : PREON_ENOTCONN, why);
 }
 
 static void flush(preon_db_conn_t *c)
@@ -228,6 +285,7 @@ static void become_ready(preon_db_conn_t *c)
         preon_counter_add(&pool->reconnects, 1);
     c->ever_ready = 1;
     c->down_logged = 0;
+    c->hosts_passed = 0;
     preon_log_info("db %s#%u: connected (server %d, backend pid %d)", pool->tag, c->index, PQserverVersion(c->pg),
                    PQbackendPID(c->pg));
     flush(c);
@@ -254,13 +312,38 @@ static void connect_step(preon_db_conn_t *c)
     }
 }
 
+/* Notices and warnings, and a FATAL sent to an idle connection (libpq hands those to the notice receiver too),
+ * go to preon's log instead of libpq's raw line on stderr. */
+static void on_notice(void *arg, const PGresult *res)
+{
+    preon_db_conn_t *c = arg;
+    const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    if (sev == NULL)
+        sev = "NOTICE";
+    if (msg == NULL)
+        msg = PQresultErrorMessage(res);
+    if (strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0) {
+        snprintf(c->server_said, sizeof(c->server_said), "%s", msg);
+        preon_log_warn("db %s#%u: server %s: %s", c->pool->tag, c->index, sev, msg);
+    } else if (strcmp(sev, "WARNING") == 0 || strcmp(sev, "ERROR") == 0) {
+        preon_log_warn("db %s#%u: server %s: %s", c->pool->tag, c->index, sev, msg);
+    } else {
+        preon_log_info("db %s#%u: server %s: %s", c->pool->tag, c->index, sev, msg);
+    }
+}
+
 void preon_db_conn_connect(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
     /* Does not block: the host name, if any, was resolved into hostaddr at start-up (target.c). */
-    c->pg = PQconnectStartParams(preon_db_target_keywords(pool->target), preon_db_target_values(pool->target), 0);
+    c->pg = PQconnectStartParams(preon_db_target_keywords(pool->target),
+                                 preon_db_target_values_from(pool->target, c->host_start), 0);
     set_state(c, CONN_CONNECTING);
     c->state_since = now_ms(c);
+    c->server_said[0] = '\0';
+    if (c->pg != NULL)
+        PQsetNoticeReceiver(c->pg, on_notice, c);
     if (c->pg == NULL || PQstatus(c->pg) == CONNECTION_BAD || watch_socket(c) != 0) {
         preon_db_conn_fail(c, PREON_ENOTCONN, c->pg != NULL ? PQerrorMessage(c->pg) : "out of memory");
         return;
@@ -269,6 +352,48 @@ void preon_db_conn_connect(preon_db_conn_t *c)
     want_write(c);
 }
 
+void preon_db_conn_connect_timed_out(preon_db_conn_t *c)
+{
+    const preon_db_target_t *t = c->pool->target;
+    unsigned n = preon_db_target_hosts(t);
+    char why[320];
+    snprintf(why, sizeof(why), "connect to %s:%s timed out", PQhost(c->pg) != NULL ? PQhost(c->pg) : "?",
+             PQport(c->pg) != NULL ? PQport(c->pg) : "?");
+    if (n > 1) {
+        /* The hosts before the one that hung were refused (or read-only); the next attempt starts after it, at once
+         * unless every host has had its turn since the last back-off. */
+        unsigned pos = preon_db_target_position(t, c->host_start, PQhost(c->pg), PQport(c->pg));
+        c->host_start = (c->host_start + pos + 1) % n;
+        c->hosts_passed += pos + 1;
+        if (c->hosts_passed < n)
+            c->retry_now = 1;
+        else
+            c->hosts_passed = 0;
+    }
+    preon_db_conn_fail(c, PREON_ENOTCONN, why);
+}
+
+/* What an error result means for its request: SQLSTATE class 23 (integrity constraint violation) is the client's
+ * conflict, a serialization failure or deadlock is worth repeating, anything else is a database fault. */
+static int error_of(const PGresult *res)
+{
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (state == NULL)
+        return PREON_EDB;
+    if (state[0] == '2' && state[1] == '3')
+        return PREON_ECONFLICT;
+    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
+        return PREON_ERETRY;
+    return PREON_EDB;
+}
+
+static const char *message_of(const PGresult *res)
+{
+    const char *msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    return msg != NULL ? msg : res != NULL ? PQresultErrorMessage(res) : "no result";
+}
+
+/* The head entry's results are all in; takes `res`. */
 static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
 {
     ExecStatusType st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
@@ -282,39 +407,85 @@ static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
                 preon_log_warn("db %s#%u: %s", c->pool->tag, c->index, c->prepare_error);
             }
         }
+        PQclear(res);
         return;
     }
     preon_db_query_t *q = e.q;
     c->nqueries--;
-    switch (st) {
-    case PGRES_TUPLES_OK:
-    case PGRES_COMMAND_OK:
-        preon_db_pool_finish_query(c->pool, q, res);
-        break;
-    case PGRES_PIPELINE_ABORTED:
-        /* Not run because an earlier statement behind the same Sync failed: under batch Syncs that may be
-         * another request's query, so a read is sent once more on its own merits. */
-        if (c->pool->cfg->database.sync == PREON_SYNC_BATCH && !(q->flags & PREON_DB_WRITE) && !q->_resent) {
-            q->_resent = 1;
-            preon_db_pool_resend(c->pool, q);
+    if (st == PGRES_PIPELINE_ABORTED && c->pool->cfg->database.sync == PREON_SYNC_BATCH && !(q->flags & PREON_DB_WRITE) &&
+        !q->_resent) {
+        /* Not run because an earlier statement behind the same Sync failed: under batch Syncs that may be another
+         * request's query, so a read is sent once more on its own merits. */
+        PQclear(res);
+        q->_resent = 1;
+        preon_db_pool_resend(c->pool, q);
+        return;
+    }
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED && !c->seg_failed) {
+        c->seg_failed = 1;
+        c->seg_err = error_of(res);
+        snprintf(c->seg_why, sizeof(c->seg_why), "%s", message_of(res));
+        if (c->seg_err == PREON_EDB)
+            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name,
+                           c->seg_why);
+    }
+    /* Its answer waits for the Sync: the COMMIT there may still fail. */
+    q->_res = res;
+    q->_next = NULL;
+    *c->done_tail = q;
+    c->done_tail = &q->_next;
+}
+
+/*
+ * The Sync was answered: the queries behind it are final. A failed COMMIT fails all of them (nothing they did
+ * happened; a read under batch Syncs is sent once more on its own), a failed statement fails itself and the
+ * writes beside it (rolled back with it), and everything else gets its rows.
+ */
+static void settle(preon_db_conn_t *c)
+{
+    preon_db_pool_t *pool = c->pool;
+    PGresult *sync_err = c->sync_err;
+    int seg_failed = c->seg_failed, seg_err = c->seg_err;
+    char seg_why[sizeof(c->seg_why)];
+    memcpy(seg_why, c->seg_why, sizeof(seg_why));
+    const char *aborted = c->prepare_error[0] != '\0' ? c->prepare_error : "aborted by an earlier error in its pipeline";
+    char aborted_why[sizeof(c->prepare_error)];
+    snprintf(aborted_why, sizeof(aborted_why), "%s", aborted);
+    preon_db_query_t *list = c->done_head;
+    c->done_head = NULL;
+    c->done_tail = &c->done_head;
+    c->sync_err = NULL;
+    c->sync_null_ok = c->seg_failed = 0;
+    if (sync_err != NULL && error_of(sync_err) == PREON_EDB)
+        preon_log_warn("db %s#%u: commit failed: %s", pool->tag, c->index, message_of(sync_err));
+
+    while (list != NULL) {
+        preon_db_query_t *q = list;
+        list = q->_next;
+        PGresult *res = q->_res;
+        q->_res = NULL;
+        ExecStatusType st = PQresultStatus(res);
+        int ok = st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
+        if (ok && sync_err != NULL) {
+            if (pool->cfg->database.sync == PREON_SYNC_BATCH && !(q->flags & PREON_DB_WRITE) && !q->_resent) {
+                q->_resent = 1;
+                preon_db_pool_resend(pool, q);
+            } else {
+                preon_db_pool_fail_query(pool, q, error_of(sync_err), message_of(sync_err));
+            }
+        } else if (ok && seg_failed && (q->flags & PREON_DB_WRITE)) {
+            preon_db_pool_fail_query(pool, q, seg_err, seg_why);
+        } else if (ok) {
+            preon_db_pool_finish_query(pool, q, res);
+        } else if (st == PGRES_PIPELINE_ABORTED) {
+            preon_db_pool_fail_query(pool, q, PREON_EDB, aborted_why);
         } else {
-            preon_db_pool_fail_query(c->pool, q, PREON_EDB,
-                                     c->prepare_error[0] != '\0' ? c->prepare_error : "aborted by an earlier error in its pipeline");
+            preon_db_pool_fail_query(pool, q, error_of(res), message_of(res));
         }
-        break;
-    default: {
-        const char *msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-        if (msg == NULL)
-            msg = res != NULL ? PQresultErrorMessage(res) : "no result";
-        /* SQLSTATE class 23 (integrity constraint violation) is the client's conflict, not a database fault. */
-        const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-        int err = state != NULL && state[0] == '2' && state[1] == '3' ? PREON_ECONFLICT : PREON_EDB;
-        if (err == PREON_EDB)
-            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, msg);
-        preon_db_pool_fail_query(c->pool, q, err, msg);
-        break;
+        PQclear(res);
     }
-    }
+    if (sync_err != NULL)
+        PQclear(sync_err);
 }
 
 /* Takes every result libpq can give without blocking and hands each to the entry it belongs to. */
@@ -322,19 +493,37 @@ static void read_results(preon_db_conn_t *c)
 {
     while (c->pg != NULL && c->ring_count != 0 && !PQisBusy(c->pg)) {
         PGresult *r = PQgetResult(c->pg);
+        if (PQstatus(c->pg) == CONNECTION_BAD) {
+            /* libpq reports a broken connection as the head query's error: it is not that query's fault. */
+            PQclear(r);
+            preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+            return;
+        }
         entry_t *head = &c->ring[c->ring_head];
         if (head->kind == ENTRY_SYNC) {
             if (r == NULL) {
+                if (c->sync_null_ok) {
+                    c->sync_null_ok = 0;
+                    continue;
+                }
                 preon_db_conn_fail(c, PREON_ECONNLOST, "pipeline out of step (no Sync result)");
                 return;
             }
-            int is_sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
-            PQclear(r);
-            if (is_sync) {
-                pop(c);
-                if (c->ring_count == 0)
-                    c->prepare_error[0] = '\0';
+            if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
+                /* An error at the Sync: the implicit COMMIT failed (a deferred constraint, a serialization
+                 * failure). libpq ends it with a NULL, then the Sync's own result follows. */
+                if (c->sync_err == NULL)
+                    c->sync_err = r;
+                else
+                    PQclear(r);
+                c->sync_null_ok = 1;
+                continue;
             }
+            PQclear(r);
+            pop(c);
+            settle(c);
+            if (c->ring_count == 0)
+                c->prepare_error[0] = '\0';
             continue;
         }
         if (r != NULL) {
@@ -347,8 +536,7 @@ static void read_results(preon_db_conn_t *c)
         }
         PGresult *res = c->cur;
         c->cur = NULL;
-        complete(c, pop(c), res);
-        PQclear(res);
+        complete(c, pop(c), res); /* takes res */
     }
 }
 
@@ -365,6 +553,10 @@ static void on_io(preon_db_conn_t *c)
         preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
+    /* Parses what came in even with nothing in flight, so that a notice or a FATAL on an idle connection reaches
+     * the notice receiver now, not never. */
+    if (c->ring_count == 0)
+        (void)PQisBusy(c->pg);
     read_results(c);
     if (c->pg == NULL)
         return;

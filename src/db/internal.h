@@ -4,6 +4,7 @@
 
 /* Shared by the files of src/db/, the only place that includes libpq-fe.h. */
 #include <libpq-fe.h>
+#include <sys/stat.h>
 #include "preon/db.h"
 
 typedef enum {
@@ -28,6 +29,8 @@ typedef struct st_preon_db_conn_t {
     PGconn *pg;
     h2o_socket_t *sock; /* owns a dup() of PQsocket(pg), so that h2o's close does not close libpq's fd */
     int pg_fd;          /* the PQsocket() value `sock` duplicates; libpq may change it while connecting */
+    dev_t pg_dev;       /* ... and that socket's identity: libpq may close its socket and get a new one under */
+    ino_t pg_ino;       /* the same number within one connect (next host, SSL retry) */
     int write_wait;     /* h2o_socket_notify_write pending on sock */
     uint64_t state_since;
     uint64_t retry_at;
@@ -42,6 +45,18 @@ typedef struct st_preon_db_conn_t {
     uint64_t head_since;     /* see preon_db_conn_head_since */
     size_t nqueries;         /* unsent + in-flight queries, to pick the least loaded connection */
     PGresult *cur;           /* the head entry's first result, kept until libpq's terminating NULL */
+    /* Queries whose results are in, waiting for their Sync's answer (the implicit COMMIT), oldest first; each
+     * holds its PGresult in q->_res. */
+    preon_db_query_t *done_head, **done_tail;
+    PGresult *sync_err;      /* an error that arrived at the Sync: the COMMIT failed */
+    int sync_null_ok;        /* libpq ends that error with a NULL before PGRES_PIPELINE_SYNC */
+    int seg_failed;          /* a statement since the last Sync failed: its transaction rolled back */
+    int seg_err;             /* ... with this error code */
+    char seg_why[256];       /* ... and this message */
+    char server_said[256];   /* the last FATAL the server sent (as a notice, on an idle connection) */
+    unsigned host_start;     /* multi-host URLs: the host the next connect starts at */
+    unsigned hosts_passed;   /* hosts timed out or refused since the last back-off, to back off once all were */
+    int retry_now;           /* the next schedule_retry reconnects at once (moving on to the next host) */
     unsigned char *prepared; /* per statement: prepared, or its Prepare is in flight */
     char prepare_error[256]; /* why the last Prepare failed, for the queries it took down */
 } preon_db_conn_t;
@@ -66,6 +81,7 @@ struct st_preon_db_pool_t {
     h2o_timeout_t tick_timeout; /* drives back-off, connect and query timeouts */
     h2o_timeout_entry_t tick_entry;
     const preon_db_target_t *target;
+    int closed; /* preon_db_pool_close ran: submits are refused, the counters stay readable */
 };
 
 /* conn.c */
@@ -76,6 +92,8 @@ void preon_db_conn_connect(preon_db_conn_t *c);
 void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why);
 /** Hands the unsent queries to libpq, with their Syncs, and flushes. */
 void preon_db_conn_send(preon_db_conn_t *c);
+/** The connect attempt took longer than database.connect_timeout_ms: fail it and move on to the next host. */
+void preon_db_conn_connect_timed_out(preon_db_conn_t *c);
 /** Since when the oldest entry in flight has been the one the server works on (it was sent to an idle
  * connection, or the entry before it was answered): the time the server has spent on it. 0 when idle. */
 uint64_t preon_db_conn_head_since(const preon_db_conn_t *c);
@@ -83,6 +101,12 @@ uint64_t preon_db_conn_head_since(const preon_db_conn_t *c);
 /* target.c */
 const char *const *preon_db_target_keywords(const preon_db_target_t *t);
 const char *const *preon_db_target_values(const preon_db_target_t *t);
+/** How many hosts the URL names (1 when it names one, or none). */
+unsigned preon_db_target_hosts(const preon_db_target_t *t);
+/** The values with the host list rotated to start at host `start` (mod the host count); same keywords. */
+const char *const *preon_db_target_values_from(const preon_db_target_t *t, unsigned start);
+/** Where (host, port), as PQhost/PQport report it, stands in the list rotated to `start`: 0 for the first. */
+unsigned preon_db_target_position(const preon_db_target_t *t, unsigned start, const char *host, const char *port);
 
 /* pool.c */
 /** Completes `q` through its on_error callback, keeping the pool's count right. */

@@ -56,19 +56,28 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
     return pool;
 }
 
-void preon_db_pool_destroy(preon_db_pool_t *pool)
+void preon_db_pool_close(preon_db_pool_t *pool)
 {
-    if (pool == NULL)
+    if (pool == NULL || pool->closed)
         return;
+    /* First, so that callbacks run below cannot queue anything new here. */
+    pool->closed = 1;
     for (unsigned i = 0; i < pool->nconns; i++)
         preon_db_conn_dispose(&pool->conns[i]);
-    free(pool->conns);
     if (h2o_timeout_is_linked(&pool->flush_entry))
         h2o_timeout_unlink(&pool->flush_entry);
     if (h2o_timeout_is_linked(&pool->tick_entry))
         h2o_timeout_unlink(&pool->tick_entry);
     h2o_timeout_dispose(pool->loop, &pool->zero_timeout);
     h2o_timeout_dispose(pool->loop, &pool->tick_timeout);
+}
+
+void preon_db_pool_destroy(preon_db_pool_t *pool)
+{
+    if (pool == NULL)
+        return;
+    preon_db_pool_close(pool);
+    free(pool->conns);
     free(pool->outcomes);
     free(pool->durations);
     free(pool);
@@ -109,6 +118,8 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
     }
     if (n == 0)
         return PREON_EINVAL;
+    if (pool->closed)
+        return PREON_ESHUTDOWN;
     if (pool->queued + n > (size_t)pool->cfg->database.max_queued) {
         preon_counter_add(&pool->rejected_full, 1);
         return PREON_EQUEUEFULL;
@@ -121,6 +132,7 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
     uint64_t now = preon_now_ns();
     for (size_t i = 0; i < n; i++) {
         qs[i]->_resent = 0;
+        qs[i]->_res = NULL;
         qs[i]->_queued_ns = now;
         qs[i]->flags = (qs[i]->flags & ~PREON_DB_MORE) | (i + 1 < n ? PREON_DB_MORE : 0);
         enqueue(c, qs[i]);
@@ -131,16 +143,16 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
 
 void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q)
 {
-    preon_db_conn_t *c = pick(pool);
+    preon_db_conn_t *c = pool->closed ? NULL : pick(pool);
     if (c == NULL) {
-        preon_db_pool_fail_query(pool, q, PREON_ENOTCONN, "no connection for the retry");
+        preon_db_pool_fail_query(pool, q, pool->closed ? PREON_ESHUTDOWN : PREON_ENOTCONN, "no connection for the retry");
         return;
     }
     enqueue(c, q);
 }
 
-const char *const preon_db_outcome_names[PREON_DB_OUTCOMES] = {"ok", "error", "conflict", "timeout", "connection_lost",
-                                                                 "not_sent"};
+const char *const preon_db_outcome_names[PREON_DB_OUTCOMES] = {"ok",      "error",           "conflict", "retry",
+                                                                 "timeout", "connection_lost", "not_sent"};
 
 /* Counts a finished query: its outcome and its time from submit to answer. */
 static void account(preon_db_pool_t *pool, const preon_db_query_t *q, preon_db_outcome_t outcome)
@@ -155,6 +167,7 @@ void preon_db_pool_fail_query(preon_db_pool_t *pool, preon_db_query_t *q, int er
     account(pool, q,
             err == PREON_EDB          ? PREON_DB_OUTCOME_ERROR
             : err == PREON_ECONFLICT  ? PREON_DB_OUTCOME_CONFLICT
+            : err == PREON_ERETRY     ? PREON_DB_OUTCOME_RETRY
             : err == PREON_ETIMEDOUT  ? PREON_DB_OUTCOME_TIMEOUT
             : err == PREON_ECONNLOST  ? PREON_DB_OUTCOME_CONNLOST
                                       : PREON_DB_OUTCOME_NOTSENT);
@@ -202,7 +215,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
             break;
         case CONN_CONNECTING:
             if (now - c->state_since >= (uint64_t)cfg->database.connect_timeout_ms)
-                preon_db_conn_fail(c, PREON_ENOTCONN, "connect timed out");
+                preon_db_conn_connect_timed_out(c);
             break;
         case CONN_READY:
             /* A pipeline's queue is not a stuck server: what counts is how long the query at its head has taken.

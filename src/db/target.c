@@ -16,11 +16,17 @@
  * every reconnect. The name stays in `host` for authentication and TLS checks.
  */
 #define MAX_KEYWORDS 64
+#define MAX_HOSTS 16
 
 struct st_preon_db_target_t {
     const char *keywords[MAX_KEYWORDS + 1];
     const char *values[MAX_KEYWORDS + 1];
     size_t n;
+    /* With several hosts: the host, hostaddr and port lists rotated to start at host k, in rot[k] (rot[0] is
+     * `values`); hosts[] and ports[] name each host as PQhost() and PQport() report it. */
+    unsigned nhosts;
+    const char **rot[MAX_HOSTS];
+    char *hosts[MAX_HOSTS], *ports[MAX_HOSTS];
 };
 
 static void add(preon_db_target_t *t, const char *k, const char *v)
@@ -121,6 +127,97 @@ static void resolve(preon_db_target_t *t)
     freeaddrinfo(ai);
 }
 
+/* Splits a comma-separated list into at most MAX_HOSTS new strings; returns how many. */
+static unsigned split(const char *list, char **items)
+{
+    unsigned n = 0;
+    for (const char *p = list; n < MAX_HOSTS; n++) {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if ((items[n] = strndup(p, len)) == NULL)
+            abort();
+        if (end == NULL) {
+            n++;
+            break;
+        }
+        p = end + 1;
+    }
+    return n;
+}
+
+/* `list` rotated to start at item k, if it has one item per host; else `list` itself. */
+static const char *rotate(preon_db_target_t *t, const char *list, unsigned k)
+{
+    char *items[MAX_HOSTS];
+    unsigned n = split(list, items);
+    const char *out = list;
+    if (n == t->nhosts) {
+        size_t cap = strlen(list) + 2, len = 0;
+        char *buf = malloc(cap);
+        if (buf == NULL)
+            abort();
+        for (unsigned i = 0; i < n; i++)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? "," : "", items[(k + i) % n]);
+        out = buf;
+    }
+    for (unsigned i = 0; i < n; i++)
+        free(items[i]);
+    return out;
+}
+
+/*
+ * libpq tries the hosts of a multi-host URL in order, but preon's connect timeout (libpq ignores connect_timeout
+ * under PQconnectPoll) throws the whole attempt away: without rotation the retry would start at the same
+ * blackholed first host for ever. So every rotation of the host list is prepared once, and a connection that
+ * timed out on host k next starts at host k + 1, as blocking libpq would have moved on.
+ */
+static void prepare_rotations(preon_db_target_t *t)
+{
+    const char *host = find(t, "host"), *hostaddr = find(t, "hostaddr"), *port = find(t, "port");
+    const char *names = host != NULL ? host : hostaddr;
+    t->nhosts = 1;
+    t->rot[0] = t->values;
+    if (names == NULL || strchr(names, ',') == NULL)
+        return;
+    t->nhosts = split(names, t->hosts);
+    char *ports[MAX_HOSTS];
+    unsigned nports = port != NULL ? split(port, ports) : 0;
+    for (unsigned i = 0; i < t->nhosts; i++)
+        if ((t->ports[i] = strdup(nports == t->nhosts ? ports[i] : nports == 1 ? ports[0] : "5432")) == NULL)
+            abort();
+    for (unsigned i = 0; i < nports; i++)
+        free(ports[i]);
+    for (unsigned k = 1; k < t->nhosts; k++) {
+        if ((t->rot[k] = calloc(MAX_KEYWORDS + 1, sizeof(char *))) == NULL)
+            abort();
+        for (size_t i = 0; i < t->n; i++) {
+            const char *kw = t->keywords[i];
+            int listed = strcmp(kw, "host") == 0 || strcmp(kw, "hostaddr") == 0 || strcmp(kw, "port") == 0;
+            t->rot[k][i] = listed ? rotate(t, t->values[i], k) : t->values[i];
+        }
+    }
+}
+
+unsigned preon_db_target_hosts(const preon_db_target_t *t)
+{
+    return t->nhosts;
+}
+
+const char *const *preon_db_target_values_from(const preon_db_target_t *t, unsigned start)
+{
+    return t->rot[start % t->nhosts];
+}
+
+unsigned preon_db_target_position(const preon_db_target_t *t, unsigned start, const char *host, const char *port)
+{
+    for (unsigned i = 0; i < t->nhosts && host != NULL && port != NULL; i++) {
+        unsigned k = (start + i) % t->nhosts;
+        if (t->hosts[k] != NULL && strcmp(t->hosts[k], host) == 0 && strcmp(t->ports[k], port) == 0)
+            return i;
+    }
+    return 0;
+}
+
 preon_db_target_t *preon_db_target_create(const char *url, int client_check_ms, int resolve_host, char *err, size_t errlen)
 {
     char *perr = NULL;
@@ -150,6 +247,7 @@ preon_db_target_t *preon_db_target_create(const char *url, int client_check_ms, 
     add_client_check(t, client_check_ms);
     if (resolve_host)
         resolve(t);
+    prepare_rotations(t);
     return t;
 }
 
@@ -157,6 +255,16 @@ void preon_db_target_destroy(preon_db_target_t *t)
 {
     if (t == NULL)
         return;
+    for (unsigned k = 1; k < t->nhosts; k++) {
+        for (size_t i = 0; i < t->n; i++)
+            if (t->rot[k][i] != t->values[i])
+                free((void *)t->rot[k][i]);
+        free(t->rot[k]);
+    }
+    for (unsigned k = 0; k < MAX_HOSTS; k++) {
+        free(t->hosts[k]);
+        free(t->ports[k]);
+    }
     for (size_t i = 0; i < t->n; i++) {
         free((void *)t->keywords[i]);
         free((void *)t->values[i]);

@@ -80,11 +80,21 @@ preon_thread_t *preon_dbreq_thread(preon_dbreq_t *r)
 static void on_result(preon_db_query_t *q, const preon_db_result_t *res);
 static void on_error(preon_db_query_t *q, int err, const char *detail);
 
-void preon_dbreq_continue(preon_dbreq_t *next, const preon_dbreq_t *prev)
+static void on_deadline(h2o_timeout_entry_t *entry);
+
+void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev)
 {
     next->route = prev->route;
     next->method = prev->method;
     next->start_ns = prev->start_ns;
+    /* The second step keeps the request's deadline: its entry takes the first step's place in the timeout list
+     * (same registration time, same position, so the list stays in order), instead of a fresh request_timeout_ms. */
+    if (h2o_timeout_is_linked(&prev->deadline)) {
+        next->deadline.cb = on_deadline;
+        next->deadline.registered_at = prev->deadline.registered_at;
+        h2o_linklist_insert(&prev->deadline._link, &next->deadline._link);
+        h2o_timeout_unlink(&prev->deadline);
+    }
 }
 
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params)
@@ -167,7 +177,7 @@ static void on_error(preon_db_query_t *q, int err, const char *detail)
     if (r->fail_status == 0) {
         /* A database error says what the database said (its primary message: no SQL text, no stack). */
         char msg[256];
-        if ((err == PREON_EDB || err == PREON_ECONFLICT) && detail != NULL)
+        if ((err == PREON_EDB || err == PREON_ECONFLICT || err == PREON_ERETRY) && detail != NULL)
             snprintf(msg, sizeof(msg), "%s: %s", preon_strerror(err), detail);
         else
             snprintf(msg, sizeof(msg), "%s", preon_strerror(err));
@@ -206,8 +216,10 @@ void preon_dbreq_run(preon_dbreq_t *r)
     r->thr->pending++;
     r->guard = h2o_mem_alloc_shared(&r->req->pool, sizeof(guard_t), on_guard_dispose);
     r->guard->r = r;
-    r->deadline.cb = on_deadline;
-    h2o_timeout_link(r->thr->loop, &r->thr->request_timeout, &r->deadline);
+    if (!h2o_timeout_is_linked(&r->deadline)) {
+        r->deadline.cb = on_deadline;
+        h2o_timeout_link(r->thr->loop, &r->thr->request_timeout, &r->deadline);
+    }
 }
 
 void preon_dbreq_run_one(h2o_req_t *req, unsigned stmt, int nparams, const char *const *params, size_t datasize,
