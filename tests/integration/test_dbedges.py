@@ -18,6 +18,10 @@ from harness import (PG_SH, REPO, SLOW, WRAPPER, Preon, free_port, main, pg, pg_
                      scrape, value)
 
 
+# Time spans of the scenarios: under valgrind preon is slower, but these are mostly PostgreSQL's lock waits.
+F = 3 if WRAPPER else 1
+
+
 def private_db(name):
     """A database of its own on the shared cluster, with the fruits schema and rows, for DDL the others must not
     see. Returns its URL."""
@@ -94,7 +98,7 @@ class DbEdgesTest(unittest.TestCase):
         drain; after SIGTERM the other thread finishes its drain while /health/ready and /metrics keep coming on the
         other connections (they read every thread's pool). Before the fix that thread freed its pool: SIGSEGV in
         preon_db_pool_stats. Now every request gets an answer and preon exits 0."""
-        p = Preon(server_threads=2, server_shutdown_timeout_ms=15000 * SLOW).start()
+        p = Preon(server_threads=2, server_shutdown_timeout_ms=15000 * F).start()
         try:
             conns = []
             for _ in range(12):
@@ -105,7 +109,7 @@ class DbEdgesTest(unittest.TestCase):
                 conns.append((s, f))
             holder = subprocess.Popen([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-c",
                                        "BEGIN; LOCK TABLE world IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(%d); COMMIT;"
-                                       % (3 * SLOW)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                       % (3 * F)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wait_for(lambda: psql("SELECT count(*) FROM pg_locks WHERE relation = 'world'::regclass AND "
                                   "mode = 'AccessExclusiveLock'") == "1", 10, "lock on world")
             held = conns[0]  # its thread ("B") drains until the lock goes; the other ("A") finishes at once
@@ -115,7 +119,7 @@ class DbEdgesTest(unittest.TestCase):
             # Requests on the other connections, spread over A's drain and end: those on B's connections are read
             # and answered (and read A's pool); those on A's, once A has ended, are never read (EOF at exit).
             for i, (s, f) in enumerate(conns[1:]):
-                time.sleep(0.1 * SLOW)
+                time.sleep(0.1 * F)
                 try:
                     s.sendall(get("/health/ready" if i % 2 == 0 else "/metrics"))
                 except OSError:
@@ -223,7 +227,7 @@ class DbEdgesTest(unittest.TestCase):
         good_port = int(pg_url().rsplit(":", 1)[1].split("/")[0])
         url = "host=127.0.0.1,127.0.0.1 port=%d,%d dbname=preon user=postgres sslmode=disable" % (
             hole.getsockname()[1], good_port)
-        p = Preon(db_url=url, server_threads=1, database_connections_per_thread=2, database_connect_timeout_ms=500 * SLOW)
+        p = Preon(db_url=url, server_threads=1, database_connections_per_thread=2, database_connect_timeout_ms=500 * F)
         try:
             p.start()  # waits for readiness: every thread has a connection, through the second host
             self.assertEqual(p.request("GET", "/fruits")[0], 200)
@@ -251,7 +255,7 @@ class DbEdgesTest(unittest.TestCase):
             before = scrape(p)
             holder = subprocess.Popen([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-c",
                                        "BEGIN; LOCK TABLE fruits IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(%d); COMMIT;"
-                                       % (3 * SLOW)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                       % (3 * F)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wait_for(lambda: psql("SELECT count(*) FROM pg_locks WHERE relation = 'fruits'::regclass AND "
                                   "mode = 'AccessExclusiveLock'") == "1", 10, "lock on fruits")
             result = []
@@ -297,7 +301,7 @@ class DbEdgesTest(unittest.TestCase):
     def test_updates_keep_the_request_deadline(self):
         """/updates reads, then writes in a second step: that step keeps the request's deadline
         (server.request_timeout_ms from the start), it got a fresh one before (up to twice the timeout)."""
-        timeout_ms = 1500 * SLOW
+        timeout_ms = 1500 * F
         p = Preon(server_threads=1, server_request_timeout_ms=timeout_ms, database_query_timeout_ms=20000 * SLOW).start()
         try:
             # X blocks everything on world for 0.9 of the timeout; Y, queued behind X, then takes SHARE (reads pass,
