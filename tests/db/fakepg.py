@@ -173,7 +173,7 @@ class Conn:
             if code != PROTOCOL_3:
                 return False  # a CancelRequest, or a protocol we do not speak
             parts = body.split(b"\0")
-            params = dict(zip([p.decode() for p in parts[0::2]], [p.decode() for p in parts[1::2]]))
+            params = {k.decode(): v.decode() for k, v in zip(parts[0::2], parts[1::2]) if k}
             self.server.record("startup", self.number, params)
             break
         ro = "on" if self.server.get("read_only") else "off"

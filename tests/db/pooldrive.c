@@ -192,17 +192,18 @@ static uint64_t now_ms(void)
     return preon_now_ns() / 1000000u;
 }
 
-/* Runs the loop until `done(pool)` or `ms` milliseconds; returns whether done. */
+/* Runs the loop until `done(pool)` or `ms` milliseconds, at least one pass (so "run 0" sends what was
+ * submitted); returns whether done. */
 static int run_until(h2o_evloop_t *loop, preon_db_pool_t *pool, int (*done)(preon_db_pool_t *), uint64_t ms)
 {
     uint64_t end = now_ms() + ms;
-    for (;;) {
+    for (int first = 1;; first = 0) {
         if (done != NULL && done(pool))
             return 1;
         uint64_t now = now_ms();
-        if (now >= end)
+        if (now >= end && !first)
             return 0;
-        h2o_evloop_run(loop, (int32_t)(end - now < 10 ? end - now : 10));
+        h2o_evloop_run(loop, (int32_t)(now >= end ? 0 : end - now < 10 ? end - now : 10));
     }
 }
 
