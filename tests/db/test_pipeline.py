@@ -378,7 +378,7 @@ class PipelineTest(unittest.TestCase):
         counted = d.stats()["outcomes"]["fruit_add"]
         if counted.get(outcome) != 1:
             problems.append("the write counted as %r" % {k: v for k, v in counted.items() if v and k != "count"})
-        self.assertEqual(problems, [])
+        self.assertEqual(problems, [], d.stderr())
         self.assertOutcomesMatch(d)
         d.finish(self)
 
