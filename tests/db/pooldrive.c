@@ -50,7 +50,7 @@ typedef struct {
 
 struct st_request_t {
     unsigned id;
-    int accepted; /* preon_db_submit returned 0 */
+    int accepted;  /* preon_db_submit returned 0 */
     unsigned next; /* index of the query whose callback is due next */
     char param[64];
     size_t n;
@@ -75,8 +75,8 @@ static const char *code_name(int err)
     switch (err) {
     case 0:
         return "OK";
-#define CODE_CASE(name, msg, status)                                                                                         \
-    case PREON_E##name:                                                                                                      \
+#define CODE_CASE(name, msg, status)                                                                                               \
+    case PREON_E##name:                                                                                                            \
         return "E" #name;
         PREON_ERRNO_MAP(CODE_CASE)
 #undef CODE_CASE
@@ -88,8 +88,7 @@ static const char *code_name(int err)
 static void violation(const qrec_t *r, const char *what)
 {
     violations++;
-    emit(json_pack("{s:s,s:I,s:I,s:s}", "ev", "violation", "req", (json_int_t)r->req->id, "q", (json_int_t)r->index, "what",
-                   what));
+    emit(json_pack("{s:s,s:I,s:I,s:s}", "ev", "violation", "req", (json_int_t)r->req->id, "q", (json_int_t)r->index, "what", what));
 }
 
 /* Checks the callback contract for `r`; returns the common part of the callback's line. */
@@ -183,8 +182,8 @@ static void submit(preon_db_pool_t *pool, const char *name, size_t n, const char
     req->accepted = rv == 0;
     if (rv == 0)
         outstanding += n;
-    emit(json_pack("{s:s,s:I,s:s,s:s}", "ev", "submit", "req", (json_int_t)req->id, "rv", code_name(rv), "msg",
-                   preon_strerror(rv)));
+    emit(
+        json_pack("{s:s,s:I,s:s,s:s}", "ev", "submit", "req", (json_int_t)req->id, "rv", code_name(rv), "msg", preon_strerror(rv)));
 }
 
 static uint64_t now_ms(void)
@@ -248,11 +247,11 @@ static void stats(preon_db_pool_t *pool)
         json_object_set_new(per, "count", json_integer((json_int_t)durations[s].count));
         json_object_set_new(outcomes, stmts[s].name, per);
     }
-    json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "ev", "stats", "queued", (json_int_t)st.queued,
-                          "ready", (json_int_t)st.ready, "connecting", (json_int_t)st.connecting, "total",
-                          (json_int_t)st.total, "reconnects", (json_int_t)st.reconnects, "rejected_full",
-                          (json_int_t)st.rejected_full, "rejected_down", (json_int_t)st.rejected_down, "outstanding",
-                          (json_int_t)outstanding, "violations", (json_int_t)violations, "cpu_ms", cpu_ms());
+    json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "ev", "stats", "queued", (json_int_t)st.queued, "ready",
+                          (json_int_t)st.ready, "connecting", (json_int_t)st.connecting, "total", (json_int_t)st.total,
+                          "reconnects", (json_int_t)st.reconnects, "rejected_full", (json_int_t)st.rejected_full, "rejected_down",
+                          (json_int_t)st.rejected_down, "outstanding", (json_int_t)outstanding, "violations",
+                          (json_int_t)violations, "cpu_ms", cpu_ms());
     json_object_set_new(o, "outcomes", outcomes);
     json_object_set_new(o, "total_outcomes", total);
     emit(o);
@@ -324,8 +323,7 @@ int main(int argc, char **argv)
      * on one more pass of the loop. */
     preon_db_pool_destroy(pool);
     h2o_evloop_run(loop, 0);
-    emit(json_pack("{s:s,s:I,s:I}", "ev", "end", "outstanding", (json_int_t)outstanding, "violations",
-                   (json_int_t)violations));
+    emit(json_pack("{s:s,s:I,s:I}", "ev", "end", "outstanding", (json_int_t)outstanding, "violations", (json_int_t)violations));
     done("quit");
     h2o_evloop_destroy(loop);
     preon_log_detach();
