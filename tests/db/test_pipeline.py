@@ -1,0 +1,428 @@
+# SPDX-License-Identifier: MIT
+"""The database pool's contracts, proven against a scripted PostgreSQL (fakepg.py) through pooldrive.c, the way
+libuv proves its callbacks: every query submitted gets exactly one callback, in submission order per connection;
+a failed submit gets none; the outcome counters match the callbacks. Then the edges a real server will not show on
+demand (issue 12): an error at the Sync, FATAL on an idle connection, a read-only or silent first host, a
+connection dropped mid-DataRow, a NOTICE, replies one byte at a time.
+
+Environment (tests/CMakeLists.txt): PREON_POOLDRIVE, the driver of this build; PREON_WRAPPER, a command the driver
+runs under (valgrind and its options), which stretches every time bound.
+"""
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+import fakepg  # noqa: E402
+from harness import SANITIZER_MARKS, WRAPPER  # noqa: E402
+
+DRIVE = os.environ.get("PREON_POOLDRIVE", "")
+# valgrind runs the driver some 20-50 times slower: time bounds and timeouts stretch by this factor
+SLOW = 10 if WRAPPER else 1
+# A line written by preon's logger (src/log.c): RFC 3339 time with ms, the level padded to 5, the message.
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (error|warn |info |debug) \S")
+OUTCOME_OF = {"OK": "ok", "EDB": "error", "ECONFLICT": "conflict", "ETIMEDOUT": "timeout", "ECONNLOST": "connection_lost",
+              "ENOTCONN": "not_sent", "ESHUTDOWN": "not_sent", "ERETRY": "retry"}
+RETRY_MSG = "transaction could not be completed; retry"  # PREON_ERETRY (issue 12), by message: compiles on any main
+
+FRUITS = {"columns": ["id", "name"], "rows": [["1", "Apple"], ["2", "Banana"], ["3", "Cherry"]]}
+
+
+def statements(**faults):
+    """The driver's three statements. Each answer's last row is [$seq, $conn]: fakepg's number of the connection
+    and the Execute's rank on it, so that a test sees where and in which order each query ran."""
+    last = ["$seq", "$conn"]
+    s = {"fruits_all": dict(FRUITS, rows=FRUITS["rows"] + [last]),
+         "fruit_get": {"columns": ["id", "name"], "rows": [["$1", "Fig"], last]},
+         "fruit_add": {"columns": ["id", "name"], "rows": [["$1", "$1"], last], "tag": "INSERT 0 1"}}
+    for name, fault_list in faults.items():
+        s[name] = dict(s[name], faults=fault_list)
+    return s
+
+
+def url(*servers, extra=""):
+    ports = ",".join(str(s.port) for s in servers)
+    hosts = ",".join("127.0.0.1" for _ in servers)
+    return "host=%s port=%s user=preon dbname=preon sslmode=disable gssencmode=disable %s" % (hosts, ports, extra)
+
+
+class Driver:
+    """pooldrive as a child process: commands in, one JSON line per event out; stderr (preon's log) to a file."""
+
+    def __init__(self, conninfo, log_level, **settings):
+        env = dict(os.environ)
+        env.update({"PREON_DATABASE_CONNECTIONS_PER_THREAD": "1", "PREON_DATABASE_CONNECT_TIMEOUT_MS": str(2000 * SLOW),
+                    "PREON_DATABASE_QUERY_TIMEOUT_MS": str(5000 * SLOW), "PREON_DATABASE_RECONNECT_MIN_MS": "50",
+                    "PREON_DATABASE_RECONNECT_MAX_MS": "200", "PREON_LOG_LEVEL": log_level})
+        env.update({("PREON_DATABASE_" + k).upper(): str(v) for k, v in settings.items()})
+        self.err = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([*WRAPPER, DRIVE, conninfo], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True)
+        self.lines = queue.Queue()
+        self.events = []
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+        self.lines.put(None)
+
+    def cmd(self, line, wait=30):
+        """Sends one command; returns the events it printed (callbacks included) up to its end."""
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        out, deadline = [], time.monotonic() + wait * SLOW
+        while True:
+            ev = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            if ev is None:
+                raise AssertionError("pooldrive ended during %r:\n%s" % (line, self.stderr()))
+            if "done" in ev:
+                return out
+            out.append(ev)
+            self.events.append(ev)
+
+    def one(self, line, ev):
+        """The single event `ev` a command printed."""
+        return [e for e in self.cmd(line) if e["ev"] == ev][0]
+
+    def ready(self, ms):
+        return self.one("wait-ready %d" % ms, "ready")
+
+    def submit(self, stmt, n=1, param=None):
+        e = self.one("submit %s %d %s" % (stmt, n, param or ""), "submit")
+        e.update(n=n, stmt=stmt)
+        return e
+
+    def run(self, ms):
+        self.cmd("run %d" % ms)
+
+    def idle(self, ms=5000):
+        return self.one("wait-idle %d" % (ms * SLOW), "idle")
+
+    def stats(self):
+        return self.one("stats", "stats")
+
+    def callbacks(self, req=None):
+        return [e for e in self.events if e["ev"] in ("result", "error") and (req is None or e["req"] == req)]
+
+    def close(self):
+        """Kills the driver if a failed test left it running; closes the pipes."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.err):
+            try:
+                f.close()
+            except (OSError, ValueError):
+                pass
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read()
+
+    def finish(self, test):
+        """Ends the driver and checks what every scenario must hold: exit 0, every accepted query answered exactly
+        once and no rejected one ever, no sanitizer or valgrind report."""
+        self.cmd("quit")
+        self.proc.stdin.close()
+        rc = self.proc.wait(60 * SLOW)
+        log = self.stderr()
+        test.assertEqual(rc, 0, log)
+        for mark in SANITIZER_MARKS:
+            test.assertNotIn(mark, log)
+        test.assertIsNone(re.search(r"^==\d+==", log, re.M), log)
+        test.assertEqual([e for e in self.events if e["ev"] == "violation"], [])
+        answered = {}
+        for e in self.callbacks():
+            answered[(e["req"], e["q"])] = answered.get((e["req"], e["q"]), 0) + 1
+        for s in (e for e in self.events if e["ev"] == "submit"):
+            for q in range(s.get("n", 1)):
+                test.assertEqual(answered.get((s["req"], q), 0), 1 if s["rv"] == "OK" else 0, (s, q))
+        return log
+
+
+class PipelineTest(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop()
+
+    def server(self, **script):
+        s = fakepg.FakePG(dict({"statements": statements()}, **script)).start()
+        self.servers.append(s)
+        return s
+
+    def drive(self, *servers, extra="", log_level="info", **settings):
+        d = Driver(url(*servers, extra=extra), log_level, **settings)
+        self.addCleanup(d.close)
+        return d
+
+    def assertOutcomesMatch(self, d):
+        """The pool's outcome counters per statement equal the callbacks the driver saw."""
+        st = d.stats()
+        seen = {}
+        stmt_of = {e["req"]: e["stmt"] for e in d.events if e["ev"] == "submit"}
+        for e in d.callbacks():
+            outcome = OUTCOME_OF.get(e.get("code", "OK"), "?" + e.get("code", ""))
+            key = (stmt_of[e["req"]], outcome)
+            seen[key] = seen.get(key, 0) + 1
+        counted = {(s, o): n for s, per in st["outcomes"].items() for o, n in per.items() if o != "count" and n}
+        self.assertEqual(counted, seen)
+        self.assertEqual(st["queued"], 0)
+        return st
+
+    # --- the contracts ---
+
+    def test_every_query_one_callback_in_order(self):
+        """Exactly one callback per query; per connection in the order the queries were sent (fakepg numbers each
+        Execute per connection: $seq), within a request in query order."""
+        s = self.server()
+        d = self.drive(s, connections_per_thread=2)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+        subs = []
+        for rnd in range(4):
+            for i in range(8):
+                subs.append(d.submit(("fruits_all", "fruit_get", "fruit_add")[i % 3], 1 + i % 4, str(rnd * 10 + i)))
+            d.run(0)
+        self.assertTrue(all(e["rv"] == "OK" for e in subs))
+        self.assertTrue(d.idle()["ok"])
+        per_conn = {}
+        for e in d.callbacks():
+            self.assertEqual(e["ev"], "result", e)
+            rank, conn = e["rows"][-1]
+            per_conn.setdefault(conn, []).append((e["req"], e["q"], int(rank)))
+        self.assertEqual(len(per_conn), 2, "both connections served")
+        for calls in per_conn.values():
+            self.assertEqual(calls, sorted(calls))  # submission order
+            ranks = [c[2] for c in calls]
+            self.assertEqual(ranks, sorted(set(ranks)))  # the order the server ran them in, each once
+        st = self.assertOutcomesMatch(d)
+        self.assertEqual(st["total_outcomes"]["ok"], sum(e["n"] for e in subs))
+        d.finish(self)
+
+    def test_no_callback_after_failed_submit(self):
+        """A submit refused at once (not connected; queue full) returns its code and never calls back, not even
+        when the pool is destroyed."""
+        s = self.server()
+        d = self.drive(s, max_queued=4)
+        refused = d.submit("fruits_all")  # the pool connects in the background: nothing ready yet
+        self.assertEqual(refused["rv"], "ENOTCONN")
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        a = d.submit("fruits_all", 3)
+        full = d.submit("fruit_get", 2, "7")
+        self.assertEqual((a["rv"], full["rv"]), ("OK", "EQUEUEFULL"))
+        self.assertTrue(d.idle()["ok"])
+        st = d.stats()
+        self.assertEqual((st["rejected_down"], st["rejected_full"]), (1, 1))
+        left = d.submit("fruits_all", 2)  # accepted, still queued at quit: answered by the destroy
+        d.finish(self)
+        self.assertEqual(d.callbacks(refused["req"]) + d.callbacks(full["req"]), [])
+        self.assertEqual([e["code"] for e in d.callbacks(left["req"])], ["ESHUTDOWN"] * 2)
+
+    def test_outcome_counters_match_callbacks(self):
+        """ok, error (a statement's own error), conflict (class 23), timeout: one count per callback."""
+        s = self.server(statements=statements(
+            fruit_get=[{"kind": "error", "sqlstate": "42703", "message": "column does not exist", "times": 2}],
+            fruit_add=[{"kind": "error", "sqlstate": "23505", "message": "duplicate key", "times": 1}]))
+        d = self.drive(s, query_timeout_ms=300 * SLOW)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        for stmt, n in (("fruits_all", 2), ("fruit_get", 1), ("fruit_get", 1), ("fruit_get", 1), ("fruit_add", 1),
+                        ("fruit_add", 1)):
+            d.submit(stmt, n, "x")
+        self.assertTrue(d.idle()["ok"])
+        codes = sorted(e.get("code", "OK") for e in d.callbacks())
+        self.assertEqual(codes, sorted(["OK"] * 4 + ["EDB"] * 2 + ["ECONFLICT"]))
+        # a query the server sits on past query_timeout_ms: timeout, and the connection is replaced
+        s.update(statements=statements(fruits_all=[{"kind": "delay", "ms": 1000 * SLOW, "times": 1}]))
+        d.submit("fruits_all")
+        self.assertTrue(d.idle()["ok"])
+        self.assertEqual(d.callbacks()[-1]["code"], "ETIMEDOUT")
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
+    def test_batch_abort_resends_reads_once(self):
+        """database.sync: batch puts several requests behind one Sync; a statement error aborts its neighbours, whose
+        reads are sent once more on their own: still exactly one callback each, the failed one an error."""
+        s = self.server(statements=statements(fruit_get=[{"kind": "error", "sqlstate": "42703", "times": 1}]))
+        d = self.drive(s, sync="batch")
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        subs = [d.submit("fruit_get", 1, str(i)) for i in range(6)]
+        self.assertTrue(d.idle()["ok"])
+        got = [(e["req"], e["ev"]) for e in d.callbacks()]
+        self.assertEqual(sorted(got), [(subs[0]["req"], "error")] + [(r["req"], "result") for r in subs[1:]])
+        # fakepg ran the first and discarded the five behind it up to the Sync; they ran when sent again, alone
+        self.assertEqual(s.count_events("execute"), 1 + 5)
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
+    def test_reply_one_byte_at_a_time(self):
+        """Every byte of every reply in its own segment: the startup, the prepares and the rows still come out whole."""
+        s = self.server(byte_at_a_time=True)
+        d = self.drive(s)
+        self.assertTrue(d.ready(10000 * SLOW)["ok"], d.stderr())
+        a = d.submit("fruits_all", 2)
+        b = d.submit("fruit_add", 1, "Kiwi")
+        self.assertTrue(d.idle(10000)["ok"])
+        rows = [e["rows"] for e in d.callbacks(a["req"])]
+        self.assertEqual(rows, [FRUITS["rows"] + [["1", "1"]], FRUITS["rows"] + [["2", "1"]]])
+        self.assertEqual([e["rows"] for e in d.callbacks(b["req"])], [[["Kiwi", "Kiwi"], ["3", "1"]]])
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
+    # --- the edges ---
+
+    def test_connection_dropped_mid_datarow(self):
+        """The server closes in the middle of a DataRow: every query in flight on that connection fails with
+        PREON_ECONNLOST, counted connection_lost (issue 12: a broken connection's head query was counted as
+        'error'), and the pool reconnects and serves again. Under ASan and valgrind this also catches issue 12's
+        PQerrorMessage text handed to the callbacks after PQfinish freed it (a use after free)."""
+        s = self.server(statements=statements(fruits_all=[{"kind": "drop", "rows": 2, "times": 1}]))
+        d = self.drive(s)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        for _ in range(3):
+            d.submit("fruits_all")
+        d.submit("fruit_get", 2, "5")
+        self.assertTrue(d.idle()["ok"])
+        lost = d.callbacks()
+        self.assertEqual(len(lost), 5)
+        for e in lost:
+            self.assertEqual((e["ev"], e.get("code"), e.get("msg")), ("error", "ECONNLOST", "database connection was lost"), e)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        again = d.submit("fruits_all")
+        self.assertTrue(d.idle()["ok"])
+        self.assertEqual(d.callbacks(again["req"])[0]["ev"], "result")
+        st = self.assertOutcomesMatch(d)
+        self.assertEqual(st["total_outcomes"]["connection_lost"], 5)
+        self.assertGreaterEqual(st["reconnects"], 1)
+        self.assertEqual(s.count_events("startup"), 2)
+        d.finish(self)
+
+    def test_silent_server_connect_times_out(self):
+        """A server that accepts and never answers: the attempt is abandoned after database.connect_timeout_ms and
+        retried; submits are refused meanwhile."""
+        s = self.server(silent=True)
+        d = self.drive(s, connect_timeout_ms=200 * SLOW)
+        self.assertFalse(d.ready(700 * SLOW)["ok"])
+        self.assertEqual(d.submit("fruits_all")["rv"], "ENOTCONN")
+        self.assertGreaterEqual(s.count_events("accept"), 2)
+        log = d.finish(self)
+        self.assertRegex(log, r"(?m)^\S+Z warn  db drive#0: .*timed out")
+
+    def test_blackholed_first_host_is_passed(self):
+        """Issue 12 defect 4: host=A,B with A silent. A connect timeout must move on to B, as libpq does when it
+        blocks, not start again at A: ready within about connect_timeout + back-off."""
+        a, b = self.server(silent=True), self.server()
+        timeout = 300 * SLOW
+        d = self.drive(a, b, connect_timeout_ms=timeout)
+        r = d.ready(3000 * SLOW)
+        self.assertTrue(r["ok"], "never connected past the silent first host:\n" + d.stderr())
+        self.assertLess(r["ms"], timeout + 50 + 700 * SLOW)
+        self.assertEqual(b.count_events("startup"), 1)
+        self.assertEqual(d.submit("fruits_all")["rv"], "OK")
+        self.assertTrue(d.idle()["ok"])
+        d.finish(self)
+
+    def test_read_only_first_host_no_spin(self):
+        """Issue 12 defect 2: host=A,B target_session_attrs=read-write with A read-only. libpq closes A's socket and
+        opens B's, which may get the same descriptor number: the pool must watch the new socket (ready on B) and
+        not spin on its dup() of the dead one (CPU time while idle stays low)."""
+        a, b = self.server(read_only=True), self.server()
+        d = self.drive(a, b, extra="target_session_attrs=read-write")
+        r = d.ready(3000 * SLOW)
+        self.assertTrue(r["ok"], d.stderr())
+        self.assertEqual((a.count_events("startup") >= 1, b.count_events("startup")), (True, 1))
+        cpu0 = d.stats()["cpu_ms"]
+        d.run(2000)
+        spent = d.stats()["cpu_ms"] - cpu0
+        # Not a speed bound: 2 s of idle loop cost ~16 ms of CPU here (~80 under valgrind), the spin 570-1600.
+        self.assertLess(spent, 250, "the driver used %.0f ms of CPU in 2 s of idle loop: a spin" % spent)
+        e = d.submit("fruits_all")
+        self.assertTrue(d.idle()["ok"])
+        self.assertEqual(d.callbacks(e["req"])[0]["ev"], "result")
+        d.finish(self)
+
+    def sync_error(self, sqlstate, code, message, outcome):
+        """Issue 12 defect 3: an ErrorResponse at the Sync (a failed implicit COMMIT) after the write's
+        CommandComplete. The write's only callback is that error; reads of other requests behind it on the same
+        connection still get their rows."""
+        s = self.server(statements=statements(fruit_add=[{"kind": "sync_error", "sqlstate": sqlstate, "times": 1}]))
+        d = self.drive(s)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        w = d.submit("fruit_add", 1, "Kiwi")
+        reads = [d.submit("fruit_get", 1, str(i)) for i in range(10)]
+        self.assertTrue(d.idle()["ok"])
+        got = [(e["ev"], e.get("code"), e.get("msg")) for e in d.callbacks(w["req"])]
+        problems = [] if got == [("error", code, message)] else ["the write's callbacks: %r" % got]
+        bad = [e for r in reads for e in d.callbacks(r["req"]) if e["ev"] != "result"]
+        if bad:
+            problems.append("%d of 10 reads on the same connection failed, first: %s %s" % (len(bad), bad[0]["code"],
+                                                                                           bad[0]["detail"]))
+        counted = d.stats()["outcomes"]["fruit_add"]
+        if counted.get(outcome) != 1:
+            problems.append("the write counted as %r" % {k: v for k, v in counted.items() if v and k != "count"})
+        self.assertEqual(problems, [], d.stderr())
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
+    def test_sync_error_unique_violation_is_conflict(self):
+        self.sync_error("23505", "ECONFLICT", "conflicts with a database constraint", "conflict")
+
+    def test_sync_error_serialization_failure_is_retry(self):
+        self.sync_error("40001", "ERETRY", RETRY_MSG, "retry")
+
+    def test_sync_error_deadlock_is_retry(self):
+        self.sync_error("40P01", "ERETRY", RETRY_MSG, "retry")
+
+    def test_fatal_on_idle_connection_logged(self):
+        """Issue 12 (lower severity): the server's FATAL reason on an idle connection reaches preon's log, in its
+        format (not only "server closed the connection"), and the pool reconnects."""
+        s = self.server()
+        d = self.drive(s)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        s.update(idle_fatal={"after_ms": 100, "times": 1})
+        d.run(500 * SLOW)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        e = d.submit("fruits_all")
+        self.assertTrue(d.idle()["ok"])
+        self.assertEqual(d.callbacks(e["req"])[0]["ev"], "result")
+        self.assertEqual(s.count_events("startup"), 2)
+        log = d.finish(self)
+        lines = [line for line in log.splitlines() if fakepg.FATAL_57P01 in line]
+        self.assertTrue(lines and all(LOG_LINE.match(line) for line in lines), log)
+
+    def test_notice_goes_through_the_log(self):
+        """Issue 12 (lower severity): a WARNING or NOTICE from the server is a line of preon's log, never libpq's raw
+        "WARNING:  ..." on stderr. At log level debug, so that whichever level preon gives a NOTICE, it shows."""
+        s = self.server(statements=statements(
+            fruits_all=[{"kind": "notice", "severity": "WARNING", "message": "fakepg warns", "times": 1}],
+            fruit_get=[{"kind": "notice", "severity": "NOTICE", "message": "fakepg notes", "times": 1}]))
+        d = self.drive(s, log_level="debug")
+        self.assertTrue(d.ready(5000 * SLOW)["ok"])
+        a, b = d.submit("fruits_all"), d.submit("fruit_get", 1, "4")
+        self.assertTrue(d.idle()["ok"])
+        self.assertEqual([e["ev"] for e in d.callbacks()], ["result", "result"])
+        log = d.finish(self)
+        for text in ("fakepg warns", "fakepg notes"):
+            lines = [line for line in log.splitlines() if text in line]
+            self.assertTrue(lines and all(LOG_LINE.match(line) for line in lines), log)
+        self.assertEqual((a["rv"], b["rv"]), ("OK", "OK"))
+
+
+if __name__ == "__main__":
+    if not DRIVE or not os.path.exists(DRIVE):
+        raise SystemExit("PREON_POOLDRIVE is not set to the built pooldrive")
+    unittest.main(verbosity=2)
