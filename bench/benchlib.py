@@ -70,16 +70,21 @@ def private_postgres(extra_conf=""):
 
 
 def preon_env(pgport, port, sync="request"):
-    return dict(os.environ, PREON_SERVER_LISTEN="127.0.0.1", PREON_SERVER_PORT=str(port), PREON_LOG_LEVEL="warn",
-                PREON_DATABASE_SYNC=sync, PREON_DATABASE_URL="postgresql://postgres@127.0.0.1:%d/preon" % pgport)
+    """preon's environment for a bench run; sync=None leaves database.sync at its configured default."""
+    env = dict(os.environ, PREON_SERVER_LISTEN="127.0.0.1", PREON_SERVER_PORT=str(port), PREON_LOG_LEVEL="warn",
+               PREON_DATABASE_URL="postgresql://postgres@127.0.0.1:%d/preon" % pgport)
+    if sync:
+        env["PREON_DATABASE_SYNC"] = sync
+    return env
 
 
 class Target:
     """A service under test: a command, its environment and its base URL. Its output goes to a log file, so that
     a failure can be reported with its last lines."""
 
-    def __init__(self, name, argv, env, port=None, db_path="/fruits", binary=None, url=None):
+    def __init__(self, name, argv, env, port=None, db_path="/fruits", binary=None, url=None, hello_path="/hello"):
         self.name, self.argv, self.env, self.db_path, self.binary = name, argv, env, db_path, binary
+        self.hello_path = hello_path
         self.base_url = url or "http://127.0.0.1:%d" % port
         self.proc = None
         self.log_path = tempfile.mktemp(prefix="bench-%s-" % name.replace("/", "_"), suffix=".log")
@@ -96,7 +101,8 @@ class Target:
             return ""
 
     def start(self, timeout=60):
-        """Starts the service; returns (seconds to first 200 on /hello, seconds to first 200 on the DB path)."""
+        """Starts the service; returns (seconds to first 200 on /hello (hello_path), seconds to first 200 on the DB
+        path)."""
         t0 = time.monotonic()
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(self.argv, env=self.env, stdout=logf, stderr=subprocess.STDOUT,
@@ -106,7 +112,7 @@ class Target:
         while time.monotonic() < deadline and (first_hello is None or first_db is None):
             if self.proc.poll() is not None:
                 raise RuntimeError("%s exited with %d at start" % (self.name, self.proc.returncode))
-            if first_hello is None and get(self.url + "/hello", 0.5) == 200:
+            if first_hello is None and get(self.url + self.hello_path, 0.5) == 200:
                 first_hello = time.monotonic() - t0
             if first_hello is not None and get(self.url + self.db_path, 0.5) == 200:
                 first_db = time.monotonic() - t0
@@ -195,6 +201,25 @@ def ab(url, n, c, timeout=300):
     out = subprocess.run(["ab", "-q", "-n", str(n), "-c", str(c), "-s", "30", url], capture_output=True, text=True,
                          timeout=timeout).stdout
     return parse_ab(out)
+
+
+def parse_pgbench(out):
+    """pgbench's output → transactions/s (without connection time), transactions processed and failed."""
+    def num(rx, conv=float):
+        m = re.search(rx, out, re.M)
+        return conv(m.group(1)) if m else None
+    return {"tps": num(r"^tps = ([\d.]+) \(without initial connection time\)") or 0.0,
+            "transactions": num(r"^number of transactions actually processed: (\d+)", int) or 0,
+            "failed": num(r"^number of failed transactions: (\d+)", int) or 0}
+
+
+def pgbench(pgport, script, duration, clients=2, dbname="preon"):
+    """One pgbench run of `script` (prepared statements, `clients` connections and threads) against the private
+    PostgreSQL on 127.0.0.1:`pgport`; see parse_pgbench."""
+    argv = ["pgbench", "-n", "-M", "prepared", "-c%d" % clients, "-j%d" % clients, "-T%d" % duration, "-f", script,
+            "-h", "127.0.0.1", "-p", str(pgport), "-U", "postgres", dbname]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60).stdout
+    return parse_pgbench(out)
 
 
 def save(results, report, out=None, prefix=""):

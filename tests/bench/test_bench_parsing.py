@@ -5,8 +5,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from benchlib import parse_ab, parse_wrk  # noqa: E402
+from benchlib import parse_ab, parse_pgbench, parse_wrk  # noqa: E402
 from run import parse_target, render  # noqa: E402
+import throughput_report  # noqa: E402
 
 WRK = """Running 2s test @ http://127.0.0.1:8080/hello
   2 threads and 50 connections
@@ -94,6 +95,67 @@ class ParsingTest(unittest.TestCase):
         self.assertIn("| warm requests/s | 30096 | - | - |", md)
         self.assertIn("**go: go exited with 3 at start**", md)
         self.assertIn("      boom", md)  # the failed target's last log lines
+
+
+PGBENCH = """pipeline mode: on
+number of clients: 2
+number of threads: 2
+duration: 5 s
+number of transactions actually processed: 77190
+number of failed transactions: 0 (0.000%)
+latency average = 0.129 ms
+initial connection time = 3.021 ms
+tps = 15438.046251 (without initial connection time)
+"""
+
+
+def medians(**by):
+    """{test: {target: rps}} → the medians bench/throughput.py records."""
+    return {k: {n: {"rps": v, "per_round": [v], "p99": 1.0, "c1_p50": 0.1, "c1_p99": 0.2, "errors": 0}
+                for n, v in t.items()} for k, t in by.items()}
+
+
+class ThroughputReportTest(unittest.TestCase):
+    def test_pgbench(self):
+        self.assertEqual(parse_pgbench(PGBENCH), {"tps": 15438.046251, "transactions": 77190, "failed": 0})
+        self.assertEqual(parse_pgbench("connection to server failed\n")["tps"], 0.0)
+
+    def test_rates(self):
+        self.assertEqual([throughput_report.rate(v) for v in (1370000, 126040, 30140, 6871, 961, None)],
+                         ["1.37M", "126.0k", "30.1k", "6.87k", "961", "–"])
+
+    def test_table(self):
+        plain = medians(plaintext={"preon": 126000, "tfb-h2o": 136800, "bare": 136500},
+                        db={"preon": 45000, "tfb-h2o": 27100, "pgbench": 247000},
+                        fruits={"preon": 50000, "go-gin": 16000, "pgbench": 277000},
+                        hello={"preon": 120000, "go-gin": 60000, "bare": 130000})
+        results = {"date": "2026-11-30 20:00:00 UTC", "cpus": 2, "command": "bench/throughput.py", "postgres": "x",
+                   "args": {"duration": 5, "c1_duration": 2, "rounds": 3}, "loadavg_start": [1, 1, 1],
+                   "loadavg_end": [2, 2, 2],
+                   "status": {"preon": "ok", "tfb-h2o": "ok", "go-gin": "ok", "bare": "ok", "pgbench": "ok"},
+                   "variants": {"plain": {"medians": plain, "peak_rss_kb": {"preon": 10240}},
+                                "pgss": {"medians": medians(db={"preon": 36000, "tfb-h2o": 20000}),
+                                         "peak_rss_kb": {}, "pgss_statements": 9}}}
+        md = throughput_report.render(results)
+        self.assertIn("| /plaintext (c50) | 126.0k | 136.8k | 0.92× | bare epoll responder: 136.5k (preon at 0.92×) "
+                      "| ≥ 1.0× TFB h2o: missed (0.92×) |", md)
+        self.assertIn("| /db (c64) | 45.0k | 27.1k | 1.66× | pgbench, 16 per Sync: 247.0k queries/s (preon at 0.18×) "
+                      "| ≥ 1.5× TFB h2o: met; ≥ 0.25× pgbench: missed (0.18×) |", md)
+        self.assertIn("| /fruits (c100) vs go-gin | 50.0k | gin 16.0k | 3.12× gin | pgbench, 16 per Sync: 277.0k "
+                      "queries/s (preon at 0.18×); preon's /hello: 120.0k (0.42×) | ≥ 3× gin: met; ≥ 0.4× preon's "
+                      "/hello: met |", md)
+        self.assertIn("| /hello (c50) vs go-gin | 120.0k | gin 60.0k | 2.00× gin | bare epoll responder: 130.0k "
+                      "(preon at 0.92×) | ≥ 0.9× bare responder: met |", md)
+        # a test without figures says why: not measured, so neither met nor missed
+        self.assertIn("| /json (c64) | – | – | – |  | ≥ 1.0× TFB h2o: – |", md)
+        # the pg_stat_statements table: its own medians, /fruits' /hello from the plain run
+        self.assertIn("## Database rows with pg_stat_statements loaded (9 statements tracked)", md)
+        self.assertIn("| /db (c64) | 36.0k | 20.0k | 1.80× | pgbench, 16 per Sync: – queries/s |", md)
+        self.assertIn("preon with pg_stat_statements / without: db 0.80×", md)
+        self.assertIn("| plain | 10.0 | – | – | – |", md)
+        results["status"]["tfb-h2o"] = "not built"
+        del plain["plaintext"]["tfb-h2o"]
+        self.assertIn("| /plaintext (c50) | 126.0k | not built | – |", throughput_report.render(results))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Issue 13's throughput table in one command: preon beside TechEmpower's C h2o entry (if built), the Go gin
+peer (bench/peers/go, if present), a bare epoll responder (bench/limit/epoll_hello.c, built here) and what
+PostgreSQL itself answers with 16 pipelined queries per Sync (pgbench, bench/limit/*_pipe16.sql).
+
+Tests: /plaintext (c50), /plaintext pipelined x16 (c256), /json, /db, /fortunes, /queries?queries=20,
+/updates?queries=20 (c64 each), /fruits (c100), /hello (c50); wrk -t2, every test also at c1 for latency.
+Each round runs every test against every target that serves it, the order of the targets rotated from round to
+round; the report gives medians over the rounds, ratios, the issue's goals (met/missed), p99 and c1 latency,
+and peak RSS. One private PostgreSQL 15 on 127.0.0.1 (scripts/pg.sh, synchronous_commit off as in TFB), without
+pg_stat_statements; `--variant pgss` repeats the database rows with it loaded (the cluster restarted).
+
+  bench/throughput.py                              # 5 s per run, 3 rounds
+  bench/throughput.py --variant pgss               # plus the database rows with pg_stat_statements
+  bench/throughput.py --tfb-h2o /tmp/anchors/tfb-h2o --go-gin bench/peers/go/run.sh
+  bench/throughput.py --quick --targets preon,pgbench   # seconds, a smoke test
+Results: report.md and results.json in --out (default bench/results/throughput-<time>/).
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from benchlib import (HERE, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
+                      save, wrk)
+from run import main_pid, rss_kb
+from throughput_report import TESTS, ms, render
+
+PG_SH = os.path.join(REPO, "scripts", "pg.sh")
+PIPELINE_LUA = os.path.join(HERE, "pipeline.lua")
+# TechEmpower's PostgreSQL runs with synchronous_commit off; so does this one, so that /updates compare.
+PG_CONF = "synchronous_commit = off"
+PGSS_CONF = "shared_preload_libraries = 'pg_stat_statements'"
+TFB_DEFAULT = "/tmp/anchors/tfb-h2o"
+MEMBERS = ["preon", "tfb-h2o", "go-gin", "bare", "pgbench"]
+
+
+class Http:
+    """A service under test (benchlib.Target) and the tests it serves."""
+
+    def __init__(self, name, serves, make_target):
+        self.name, self.serves, self.make_target, self.target = name, serves, make_target, None
+        self.status = "ok"
+
+    def start(self, pgport):
+        self.target = self.make_target(pgport, free_port())
+        self.target.start(timeout=300)  # the Go peer builds itself on its first start
+
+    def stop(self):
+        if self.target:
+            self.target.stop()
+
+    def peak_rss_kb(self):
+        return rss_kb(main_pid(self.target), "VmHWM") if self.target and self.target.alive() else None
+
+    def measure(self, test, conns, duration):
+        script, args = (PIPELINE_LUA, [str(test["depth"])]) if test["depth"] > 1 else (None, [])
+        return wrk(self.target.url + test["path"], conns, duration, script=script, script_args=args)
+
+
+class Pgbench:
+    """PostgreSQL's own ceiling: the test's statement, 16 per Sync in pipeline mode; queries/s = tps x 16."""
+    name, serves, status = "pgbench", ("db", "fruits"), "ok"
+    SCRIPTS = {"db": "world_pipe16.sql", "fruits": "fruits_pipe16.sql"}
+
+    def start(self, pgport):
+        self.pgport = pgport
+
+    def stop(self):
+        pass
+
+    def peak_rss_kb(self):
+        return None
+
+    def measure(self, test, conns, duration):
+        res = pgbench(self.pgport, os.path.join(HERE, "limit", self.SCRIPTS[test["key"]]), duration)
+        return dict(res, ok_rps=res["tps"] * 16, rps=res["tps"] * 16)
+
+
+def build_bare(build_dir):
+    """Compiles the bare epoll responder into build_dir; returns its path, or None if cc failed."""
+    os.makedirs(build_dir, exist_ok=True)
+    out = os.path.join(build_dir, "epoll_hello")
+    r = subprocess.run(["cc", "-O2", "-pthread", "-o", out, os.path.join(HERE, "limit", "epoll_hello.c")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        log("epoll_hello did not build: %s" % r.stderr.strip())
+        return None
+    return out
+
+
+def make_members(args):
+    """Every member of the table, with its status: ok, or why it is absent from this run."""
+    wanted = set(args.targets.split(","))
+    preon_bin = build_preon() if "preon" in wanted else None
+    tfb = args.tfb_h2o or TFB_DEFAULT
+    gin = args.go_gin or os.path.join(REPO, "bench", "peers", "go", "run.sh")
+    bare = build_bare(os.path.join(REPO, "build")) if "bare" in wanted else None
+
+    def preon(pg, port):  # as scripts/run.sh runs it: config/preon.yaml, the rest from the environment
+        return Target("preon", [preon_bin, "--config", os.path.join(REPO, "config", "preon.yaml")],
+                      preon_env(pg, port, args.sync), port)
+
+    def tfb_h2o(pg, port):  # the anchor's run.sh: TechEmpower's flags, on 127.0.0.1
+        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pg), PGDATABASE="preon", PGUSER="postgres")
+        return Target("tfb-h2o", [os.path.join(tfb, "run.sh"), str(port)], env, port, db_path="/db",
+                      hello_path="/plaintext")
+
+    def go_gin(pg, port):
+        env = dict(os.environ, PORT=str(port), LISTEN="127.0.0.1",
+                   DATABASE_URL="postgresql://postgres@127.0.0.1:%d/preon" % pg)
+        return Target("go-gin", [gin], env, port)
+
+    def bare_responder(pg, port):
+        return Target("bare", [bare, str(port), "2"], dict(os.environ), port, db_path="/hello")
+
+    members = [Http("preon", [t["key"] for t in TESTS], preon),
+               Http("tfb-h2o", ["plaintext", "pipelined", "json", "db", "fortunes", "queries", "updates"], tfb_h2o),
+               Http("go-gin", ["fruits", "hello"], go_gin),
+               Http("bare", ["plaintext", "pipelined", "hello"], bare_responder),
+               Pgbench()]
+    absent = {"tfb-h2o": None if os.access(os.path.join(tfb, "bin", "h2o-app"), os.X_OK) and
+              os.path.isfile(os.path.join(tfb, "run.sh")) else "not built",
+              "go-gin": None if os.path.isfile(gin) else "not available",
+              "bare": None if bare or "bare" not in wanted else "not built"}
+    for m in members:
+        m.status = "not run" if m.name not in wanted else absent.get(m.name) or "ok"
+    return members
+
+
+def enable_pgss(pgdir):
+    """Loads pg_stat_statements into the private cluster: a restart, then the extension created and checked."""
+    with open(os.path.join(pgdir, "data", "postgresql.conf"), "a") as f:
+        f.write("\n%s\n" % PGSS_CONF)
+    subprocess.run([PG_SH, "stop", pgdir], check=True)
+    subprocess.run([PG_SH, "start", pgdir], check=True)
+    subprocess.run([PG_SH, "psql", pgdir, "-c", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def pgss_rows(pgdir):
+    """Statements pg_stat_statements has seen: the proof that it was loaded and tracking."""
+    r = subprocess.run([PG_SH, "psql", pgdir, "-Atc", "SELECT count(*) FROM pg_stat_statements"],
+                       capture_output=True, text=True)
+    return int(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip().isdigit() else None
+
+
+def run_variant(args, members, tests, pgport):
+    """Every round of `tests` against the running members; returns the per-round results and peak RSS."""
+    active = [m for m in members if m.status == "ok"]
+    rounds = []
+    if not args.quick:
+        for t in tests:  # warm-up: caches, plans, the World cache of TFB's entry
+            for m in active:
+                if t["key"] in m.serves and m.name != "pgbench":
+                    m.measure(t, 16, 1)
+    for r in range(args.rounds):
+        order = active[r % len(active):] + active[:r % len(active)]
+        log("round %d/%d, order: %s" % (r + 1, args.rounds, " ".join(m.name for m in order)))
+        got = {}
+        for t in tests:
+            for m in order:
+                if t["key"] not in m.serves:
+                    continue
+                res = {"load": m.measure(t, t["conns"], args.duration)}
+                if m.name != "pgbench" and t["depth"] == 1:
+                    res["c1"] = m.measure(t, 1, args.c1_duration)
+                got.setdefault(t["key"], {})[m.name] = res
+                errs = res["load"].get("non2xx", 0) + res["load"].get("socket_errors", 0) + res["load"].get("failed", 0)
+                log("%-9s %-8s %10.0f/s  p99 %s ms  c1 p50 %s ms  errors %d" % (
+                    t["key"], m.name, res["load"]["ok_rps"], ms(res["load"].get("p99")),
+                    ms(res.get("c1", {}).get("p50")), errs))
+        rounds.append(got)
+    return {"rounds": rounds, "medians": medians(rounds), "peak_rss_kb": {m.name: m.peak_rss_kb() for m in active}}
+
+
+def medians(rounds):
+    """Per test and member: the median over rounds of req/s, p99 under load, c1 p50/p99; errors summed."""
+    out = {}
+    for got in rounds:
+        for key, by in got.items():
+            for name, res in by.items():
+                out.setdefault(key, {}).setdefault(name, []).append(res)
+    med = {}
+    for key, by in out.items():
+        for name, runs in by.items():
+            def m(get):
+                vals = [v for v in (get(x) for x in runs) if v is not None]
+                return statistics.median(vals) if vals else None
+            med.setdefault(key, {})[name] = {
+                "rps": m(lambda x: x["load"]["ok_rps"]), "per_round": [x["load"]["ok_rps"] for x in runs],
+                "p99": m(lambda x: x["load"].get("p99")), "c1_p50": m(lambda x: x.get("c1", {}).get("p50")),
+                "c1_p99": m(lambda x: x.get("c1", {}).get("p99")),
+                "errors": sum(x["load"].get("non2xx", 0) + x["load"].get("socket_errors", 0) +
+                              x["load"].get("failed", 0) for x in runs)}
+    return med
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=int, default=5, help="seconds per loaded run (default 5)")
+    ap.add_argument("--c1-duration", type=int, default=2, help="seconds per one-connection run (default 2)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, the order of the targets rotated (default 3)")
+    ap.add_argument("--targets", default=",".join(MEMBERS), help="subset of " + ",".join(MEMBERS))
+    ap.add_argument("--tfb-h2o", help="TechEmpower h2o build (default %s if built)" % TFB_DEFAULT)
+    ap.add_argument("--go-gin", help="the Go peer's run.sh (default bench/peers/go/run.sh if present)")
+    ap.add_argument("--variant", choices=["plain", "pgss"], action="append", default=None,
+                    help="pgss: also the database rows with pg_stat_statements loaded (repeatable; plain is always run)")
+    ap.add_argument("--sync", default=None, help="preon's database.sync (default: config/preon.yaml's)")
+    ap.add_argument("--quick", action="store_true", help="1 s per run, 1 round, no warm-up: a smoke test")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.quick:
+        args.duration, args.c1_duration, args.rounds = 1, 1, 1
+    bad = set(args.targets.split(",")) - set(MEMBERS)
+    if bad:
+        ap.error("unknown targets: %s" % ",".join(sorted(bad)))
+    variants = ["plain"] + (["pgss"] if "pgss" in (args.variant or []) else [])
+
+    members = make_members(args)
+    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "command": " ".join(sys.argv),
+               "args": vars(args), "postgres": PG_CONF, "loadavg_start": os.getloadavg(),
+               "status": {m.name: m.status for m in members}, "variants": {}}
+    log("targets: %s" % ", ".join("%s (%s)" % (m.name, m.status) for m in members))
+    with private_postgres_dir(PG_CONF) as (pgdir, pgport):
+        for variant in variants:
+            if variant == "pgss":
+                enable_pgss(pgdir)
+            tests = [t for t in TESTS if variant == "plain" or t["db"]]
+            started = []
+            try:
+                for m in members:
+                    if m.status == "ok":
+                        try:
+                            m.start(pgport)
+                            started.append(m)
+                        except RuntimeError as e:
+                            m.status = "failed to start"
+                            log("%s: %s\n%s" % (m.name, e, m.target.log_tail() if m.target else ""))
+                results["status"] = {m.name: m.status for m in members}
+                results["variants"][variant] = run_variant(args, members, tests, pgport)
+                if variant == "pgss":
+                    results["variants"][variant]["pgss_statements"] = pgss_rows(pgdir)
+            finally:
+                for m in started:
+                    m.stop()
+    results["loadavg_end"] = os.getloadavg()
+    save(results, render(results), args.out, "throughput-")
+
+
+if __name__ == "__main__":
+    main()

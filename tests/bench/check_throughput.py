@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: MIT
+"""Checks a bench/throughput.py output folder run with `--targets preon,pgbench --variant pgss`: the issue's table
+with a figure for preon in every row and the absent targets named as such, the pg_stat_statements variant really
+loaded, plausible medians in results.json. Usage: check_throughput.py DIR"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from throughput_report import TESTS  # noqa: E402
+
+out = sys.argv[1]
+results = json.load(open(os.path.join(out, "results.json")))
+report = open(os.path.join(out, "report.md")).read()
+problems = []
+expected = {"preon": "ok", "tfb-h2o": "not run", "go-gin": "not run", "bare": "not run", "pgbench": "ok"}
+if results["status"] != expected:
+    problems.append("targets' status %r, expected %r" % (results["status"], expected))
+
+header = "| test | preon | TFB h2o | preon / TFB h2o | what limits it | goal |"
+if report.count(header) != 2:
+    problems.append("report.md: expected the table and its pg_stat_statements variant, found %d" % report.count(header))
+rate = r"\d[\d.]*[kM]?"
+for t in TESTS:
+    label = re.escape(t["label"])
+    peer = "gin not run" if t["key"] in ("fruits", "hello") else "not run"
+    if not re.search(r"^\| %s \| %s \| %s \| – \|" % (label, rate, peer), report, re.M):
+        problems.append("report.md: no row %r with preon's figure and %r" % (t["label"], peer))
+if not re.search(r"^\| /db \(c64\) \|.*pgbench, 16 per Sync: %s queries/s \(preon at [\d.]+×\)" % rate, report, re.M):
+    problems.append("report.md: /db row without the pgbench ceiling")
+
+for variant, tests in (("plain", TESTS), ("pgss", [t for t in TESTS if t["db"]])):
+    med = results["variants"].get(variant, {}).get("medians", {})
+    for t in tests:
+        m = med.get(t["key"], {}).get("preon")
+        if not m or not m["rps"] > 0 or not m["p99"] > 0:
+            problems.append("%s %s: implausible figures for preon %r" % (variant, t["key"], m))
+        elif t["depth"] == 1 and not 0 < m["c1_p50"] <= m["c1_p99"]:
+            problems.append("%s %s: implausible c1 latency %r" % (variant, t["key"], m))
+    for key in ("db", "fruits"):
+        p = med.get(key, {}).get("pgbench")
+        if not p or not p["rps"] > 0 or p["errors"]:
+            problems.append("%s %s: no pgbench ceiling %r" % (variant, key, p))
+    if not results["variants"].get(variant, {}).get("peak_rss_kb", {}).get("preon", 0) > 1000:
+        problems.append("%s: no peak RSS for preon" % variant)
+if not (results["variants"].get("pgss", {}).get("pgss_statements") or 0) > 0:
+    problems.append("pg_stat_statements was not loaded in the pgss variant")
+
+for p in problems:
+    print("FAIL:", p)
+print("check_throughput: %d problem(s)" % len(problems))
+sys.exit(1 if problems else 0)
