@@ -195,7 +195,7 @@ static void on_flush(h2o_timeout_entry_t *entry)
     preon_db_pool_t *pool = H2O_STRUCT_FROM_MEMBER(preon_db_pool_t, flush_entry, entry);
     for (unsigned i = 0; i < pool->nconns; i++) {
         preon_db_conn_t *c = &pool->conns[i];
-        if (c->unsent_head != NULL && c->state == CONN_READY)
+        if (c->unsent_head != NULL && c->state == CONN_READY && preon_db_conn_may_send(c))
             preon_db_conn_send(c);
     }
 }

@@ -38,7 +38,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.database.connections_per_thread, 1);
     assert_int_equal(cfg.database.max_queued, 16384);
     assert_int_equal(cfg.database.query_timeout_ms, 5000);
-    assert_int_equal(cfg.database.sync, PREON_SYNC_REQUEST);
+    assert_int_equal(cfg.database.sync, PREON_SYNC_BATCH);
+    assert_int_equal(cfg.database.pipeline_depth, 2);
     assert_int_equal(cfg.log.level, 2);
     assert_int_equal(cfg.log.format, 0);
     assert_int_equal(cfg.log.access, 0);
