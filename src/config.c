@@ -185,8 +185,8 @@ static const char *event_kind(yaml_event_type_t t)
 static int next_event(loader_t *l, yaml_parser_t *p, yaml_event_t *ev)
 {
     if (!yaml_parser_parse(p, ev))
-        return fail_at(l, p->problem_mark, "%s%s%s", p->problem ? p->problem : "YAML syntax error",
-                       p->context ? " " : "", p->context ? p->context : "");
+        return fail_at(l, p->problem_mark, "%s%s%s", p->problem ? p->problem : "YAML syntax error", p->context ? " " : "",
+                       p->context ? p->context : "");
     return 0;
 }
 
@@ -260,8 +260,7 @@ static int load_document(loader_t *l, yaml_parser_t *p, preon_config_t *cfg)
                 if ((rv = next_event(l, p, &ev)) != 0)
                     return rv;
                 if (ev.type != YAML_MAPPING_START_EVENT) {
-                    rv = fail_at(l, ev.start_mark, "section '%s' must be a mapping of keys, got %s", section,
-                                 event_kind(ev.type));
+                    rv = fail_at(l, ev.start_mark, "section '%s' must be a mapping of keys, got %s", section, event_kind(ev.type));
                     yaml_event_delete(&ev);
                     return rv;
                 }

@@ -339,8 +339,8 @@ void preon_db_conn_connect(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
     /* Does not block: the host name, if any, was resolved into hostaddr at start-up (target.c). */
-    c->pg = PQconnectStartParams(preon_db_target_keywords(pool->target),
-                                 preon_db_target_values_from(pool->target, c->host_start), 0);
+    c->pg =
+        PQconnectStartParams(preon_db_target_keywords(pool->target), preon_db_target_values_from(pool->target, c->host_start), 0);
     set_state(c, CONN_CONNECTING);
     c->state_since = now_ms(c);
     c->server_said[0] = '\0';
@@ -428,8 +428,7 @@ static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
         c->seg_err = error_of(res);
         snprintf(c->seg_why, sizeof(c->seg_why), "%s", message_of(res));
         if (c->seg_err == PREON_EDB)
-            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name,
-                           c->seg_why);
+            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, c->seg_why);
     }
     /* Its answer waits for the Sync: the COMMIT there may still fail. */
     q->_res = res;

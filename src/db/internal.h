@@ -43,10 +43,10 @@ typedef struct st_preon_db_conn_t {
     /* a ring of what libpq has been given, oldest first */
     entry_t *ring;
     size_t ring_cap, ring_head, ring_count;
-    uint64_t head_since;     /* see preon_db_conn_head_since */
-    size_t nqueries;         /* unsent + in-flight queries, to pick the least loaded connection */
+    uint64_t head_since;      /* see preon_db_conn_head_since */
+    size_t nqueries;          /* unsent + in-flight queries, to pick the least loaded connection */
     unsigned sends_in_flight; /* batches written and not yet answered to their last Sync (database.pipeline_depth) */
-    PGresult *cur;           /* the head entry's first result, kept until libpq's terminating NULL */
+    PGresult *cur;            /* the head entry's first result, kept until libpq's terminating NULL */
     /* Queries whose results are in, waiting for their Sync's answer (the implicit COMMIT), oldest first; each
      * holds its PGresult in q->_res. */
     preon_db_query_t *done_head, **done_tail;
@@ -71,10 +71,10 @@ struct st_preon_db_pool_t {
     char tag[32];
     preon_db_conn_t *conns;
     unsigned nconns;
-    uint64_t queued;     /* owner writes with preon_counter_add; scrapes read */
-    uint64_t reconnects; /* likewise */
-    uint64_t rejected_full; /* submits refused: database.max_queued reached (backpressure) */
-    uint64_t rejected_down; /* submits refused: no connection ready */
+    uint64_t queued;                         /* owner writes with preon_counter_add; scrapes read */
+    uint64_t reconnects;                     /* likewise */
+    uint64_t rejected_full;                  /* submits refused: database.max_queued reached (backpressure) */
+    uint64_t rejected_down;                  /* submits refused: no connection ready */
     uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
     preon_hist_t *durations;                 /* [statement] */
     int flush_armed;

@@ -135,8 +135,12 @@ static void test_env_overrides(void **state)
     char err[256] = "";
     preon_config_init(&cfg);
     assert_int_equal(load(&cfg, "server:\n  port: 9000\n", err), 0);
-    char *env[] = {"PATH=/bin", "PREON_SERVER_PORT=18081", "PREON_DATABASE_URL=host=/tmp dbname=x", "PREON_LOG_LEVEL=warn",
-                   "PREON_BIN=/ignored", NULL};
+    char *env[] = {"PATH=/bin",
+                   "PREON_SERVER_PORT=18081",
+                   "PREON_DATABASE_URL=host=/tmp dbname=x",
+                   "PREON_LOG_LEVEL=warn",
+                   "PREON_BIN=/ignored",
+                   NULL};
     assert_int_equal(preon_config_apply_env(&cfg, env, err, sizeof(err)), 0);
     assert_int_equal(cfg.server.port, 18081);
     assert_string_equal(cfg.database.url, "host=/tmp dbname=x");
