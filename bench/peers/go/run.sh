@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds the Go peer if needed, then runs it in the foreground (exec: the service gets this PID and SIGTERM).
+# Environment: PORT (8080), LISTEN (127.0.0.1:PORT), DATABASE_URL (a libpq URI; else from PGHOST/PGPORT/…),
+# POOL_SIZE (10).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib.sh"
+"$HERE/build.sh" >&2
+DATABASE_URL=$(peers_database_url)
+export DATABASE_URL
+exec "$HERE/build/go-peer"
