@@ -6,7 +6,8 @@
 //	GET /fruits -> 200 every row of fruits ordered by id, [{"id":1,"name":"Kiwi"},...], application/json
 //	               a database error -> 500
 //
-// Environment: PORT (8080), LISTEN (127.0.0.1:PORT), DATABASE_URL (a libpq URI), POOL_SIZE (10).
+// Environment: PORT (8080), LISTEN (the address to listen on, 127.0.0.1), DATABASE_URL (a libpq URI),
+// POOL_SIZE (10).
 // SIGTERM stops accepting, lets requests in flight finish (up to 10 s), closes the pool and exits 0.
 package main
 
@@ -14,10 +15,12 @@ import (
 	"context"
 	"errors"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -107,7 +110,7 @@ func newRouter(pool *pgxpool.Pool) *gin.Engine {
 
 func main() {
 	port := getenv("PORT", "8080")
-	addr := getenv("LISTEN", "127.0.0.1:"+port)
+	addr := net.JoinHostPort(strings.Trim(getenv("LISTEN", "127.0.0.1"), "[]"), port)
 	size, err := strconv.Atoi(getenv("POOL_SIZE", "10"))
 	if err != nil || size < 1 {
 		log.Fatalf("POOL_SIZE must be a positive integer, not %q", os.Getenv("POOL_SIZE"))
