@@ -58,7 +58,9 @@ final class FruitStore implements AutoCloseable {
             List<Fruit> fruits = new ArrayList<>();
             while (rs.next())
                 fruits.add(new Fruit(rs.getInt(1), rs.getString(2)));
-            return json.writeValueAsBytes(fruits);
+            // Through a String: Jackson 2.14's byte-writing generator writes a character outside the BMP (an
+            // emoji) as an escaped surrogate pair, where jansson, and so preon, writes its four UTF-8 bytes.
+            return json.writeValueAsString(fruits).getBytes(StandardCharsets.UTF_8);
         } catch (Exception e) {
             throw new CompletionException(e);
         }
