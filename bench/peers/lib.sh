@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Sourced by the peers' build.sh and run.sh: installing what is missing, telling whether a build is stale,
-# and the database URL the services get.
+# building before a run, and the database URL the services get.
 
 # Installs, with apt-get, whichever of the Debian packages given is missing.
 peers_need() {
@@ -35,6 +35,14 @@ peers_stale() {
 peers_report() {
     local name=$1 start=$2 what=$3
     echo "$name: $what in $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s"
+}
+
+# What run.sh does before it execs the service in DIR: build it if needed (to stderr, so that stdout stays the
+# service's), and export DATABASE_URL.
+peers_prepare() {
+    "$1/build.sh" >&2
+    DATABASE_URL=$(peers_database_url)
+    export DATABASE_URL
 }
 
 # DATABASE_URL for the services: as given; else built from libpq's PGHOST/PGPORT/PGUSER/PGPASSWORD/PGDATABASE

@@ -6,12 +6,13 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib.sh"
 start=$(date +%s.%N)
-peers_need golang-go golang-github-gin-gonic-gin-dev golang-github-jackc-pgx-v4-dev
 BIN=$HERE/build/go-peer
 if ! peers_stale "$BIN" "$HERE"/*.go "$HERE/build.sh"; then
     peers_report go "$start" "up to date"
     exit 0
 fi
+# Only a build needs to look for packages (dpkg-query takes a while): run.sh's check stays quick.
+peers_need golang-go golang-github-gin-gonic-gin-dev golang-github-jackc-pgx-v4-dev
 mkdir -p "$HERE/build"
 cd "$HERE"
 # Go's build cache lives under build/ too, so that a second build after an edit is quick.

@@ -6,7 +6,5 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib.sh"
-"$HERE/build.sh" >&2
-DATABASE_URL=$(peers_database_url)
-export DATABASE_URL
+peers_prepare "$HERE"
 exec "$HERE/build/go-peer"

@@ -8,8 +8,6 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib.sh"
 start=$(date +%s.%N)
-peers_need openjdk-17-jdk-headless libnetty-java libhikaricp-java libpostgresql-jdbc-java libjackson2-databind-java \
-    libslf4j-java
 JARS="netty-common netty-buffer netty-transport netty-resolver netty-codec netty-codec-http netty-handler HikariCP
       postgresql jackson-databind jackson-core jackson-annotations slf4j-api slf4j-simple"
 JAR=$HERE/build/jvm-peer.jar
@@ -17,6 +15,9 @@ if ! peers_stale "$JAR" "$HERE"/src/peer/*.java "$HERE/build.sh"; then
     peers_report jvm "$start" "up to date"
     exit 0
 fi
+# Only a build needs to look for packages (dpkg-query takes a while): run.sh's check stays quick.
+peers_need openjdk-17-jdk-headless libnetty-java libhikaricp-java libpostgresql-jdbc-java libjackson2-databind-java \
+    libslf4j-java
 cp= cp_manifest=
 for j in $JARS; do
     [ -f "/usr/share/java/$j.jar" ] || { echo "missing /usr/share/java/$j.jar" >&2; exit 1; }

@@ -6,8 +6,6 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib.sh"
-"$HERE/build.sh" >&2
-DATABASE_URL=$(peers_database_url)
-export DATABASE_URL
+peers_prepare "$HERE"
 # shellcheck disable=SC2086 # JAVA_OPTS is a list of flags
 exec java ${JAVA_OPTS:-} -jar "$HERE/build/jvm-peer.jar"
