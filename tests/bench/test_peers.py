@@ -55,9 +55,9 @@ def url_as(user, database=None, port=None):
     return "postgresql://%s@%s:%s/%s" % (user, host, port or host_port.rsplit(":", 1)[1], database or db)
 
 
-def get(port, path, timeout=10):
+def get(port, path, timeout=10, host="127.0.0.1"):
     """One GET on a new connection: (status, content type, body)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         conn.request("GET", path)
         r = conn.getresponse()
@@ -69,9 +69,11 @@ def get(port, path, timeout=10):
 class Peer:
     """bench/peers/NAME/run.sh on a free port, in the foreground of its own process (run.sh execs the service)."""
 
-    def __init__(self, name, database_url, **env):
-        self.name, self.port = name, free_port()
+    def __init__(self, name, database_url, host="127.0.0.1", **env):
+        self.name, self.port, self.host = name, free_port(), host
         self.env = dict(os.environ, PORT=str(self.port), DATABASE_URL=database_url, POOL_SIZE="3", **env)
+        if host != "127.0.0.1":
+            self.env["LISTEN"] = host
         self.log = tempfile.NamedTemporaryFile(prefix="peer-%s-" % name, suffix=".log", delete=False)
         self.proc = None
 
@@ -83,7 +85,7 @@ class Peer:
             if self.proc.poll() is not None:
                 raise AssertionError("%s exited with %d at start:\n%s" % (self.name, self.proc.returncode, self.output()))
             try:
-                if get(self.port, "/hello")[0] == 200:
+                if get(self.port, "/hello", host=self.host)[0] == 200:
                     return self
             except OSError:
                 time.sleep(0.05)
@@ -214,10 +216,12 @@ class PeerTests:
         finally:
             peer.cleanup()
 
-    def test_sigterm_exits_0_with_a_client_connected(self):
-        peer = Peer(self.NAME, url_as(ROLE)).start()
+    def test_listen_and_sigterm_with_a_client_connected(self):
+        peer = Peer(self.NAME, url_as(ROLE), host="127.0.0.2").start()  # LISTEN: this address only
         try:
-            idle = http.client.HTTPConnection("127.0.0.1", peer.port, timeout=10)
+            with self.assertRaises(OSError):
+                get(peer.port, "/hello", timeout=2)
+            idle = http.client.HTTPConnection(peer.host, peer.port, timeout=10)
             idle.request("GET", "/fruits")
             self.assertEqual(idle.getresponse().read()[:1], b"[")  # a keep-alive connection left open
             t0 = time.monotonic()
@@ -225,7 +229,7 @@ class PeerTests:
             self.assertLess(time.monotonic() - t0, 15)
             idle.close()
             with self.assertRaises(OSError):
-                get(peer.port, "/hello", timeout=2)
+                get(peer.port, "/hello", timeout=2, host=peer.host)
         finally:
             peer.cleanup()
 
