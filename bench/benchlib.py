@@ -69,7 +69,7 @@ def private_postgres(extra_conf=""):
         yield port
 
 
-def preon_env(pgport, port, sync="request"):
+def preon_env(pgport, port, sync="batch"):
     """preon's environment for a bench run; sync=None leaves database.sync at its configured default."""
     env = dict(os.environ, PREON_SERVER_LISTEN="127.0.0.1", PREON_SERVER_PORT=str(port), PREON_LOG_LEVEL="warn",
                PREON_DATABASE_URL="postgresql://postgres@127.0.0.1:%d/preon" % pgport)

@@ -122,7 +122,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--conns", default="50,100", help="wrk connection counts")
     ap.add_argument("--starts", type=int, default=5, help="starts measured for start-up time")
-    ap.add_argument("--sync", default="request", help="preon's database.sync for this run (request|batch)")
+    ap.add_argument("--sync", default="batch", help="preon's database.sync for this run (batch, the default, or request)")
     ap.add_argument("--quick", action="store_true", help="1 round of 2 s, 2 starts")
     ap.add_argument("--observability", action="store_true",
                     help="compare preon with metrics and access logs off (first) and on (second) instead of with peers")

@@ -6,15 +6,18 @@ set -euo pipefail
 
 build=(cmake make gcc pkg-config libh2o-evloop-dev libpq-dev libjansson-dev libyaml-dev)
 run=(postgresql-15 postgresql-client-15 curl)
-test=(libcmocka-dev python3 python3-prometheus-client util-linux wrk debootstrap binutils clang libclang-rt-14-dev valgrind)
+test=(libcmocka-dev python3 python3-prometheus-client util-linux wrk debootstrap binutils clang libclang-rt-14-dev valgrind clang-format git)
+# bench/peers/ (go, jvm): their build.sh install these too; the test command has them at hand
+peers=(golang-go golang-github-gin-gonic-gin-dev golang-github-jackc-pgx-v4-dev openjdk-17-jdk-headless libnetty-java
+       libhikaricp-java libpostgresql-jdbc-java libjackson2-databind-java libslf4j-java)
 bench=(wrk apache2-utils gnuplot-nox)
 
 want=("${build[@]}")
 case "${1:-build}" in
     build) ;;
     run) want+=("${run[@]}") ;;
-    test) want+=("${run[@]}" "${test[@]}") ;;
-    bench) want+=("${run[@]}" "${test[@]}" "${bench[@]}") ;;
+    test) want+=("${run[@]}" "${test[@]}" "${peers[@]}") ;;
+    bench) want+=("${run[@]}" "${test[@]}" "${peers[@]}" "${bench[@]}") ;;
     *) echo "usage: $0 build|run|test|bench" >&2; exit 2 ;;
 esac
 

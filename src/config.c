@@ -55,7 +55,8 @@ static const entry_t entries[] = {
     {"database", "connect_timeout_ms", T_INT, OFF(database.connect_timeout_ms), 10, 3600000, NULL, "3000"},
     {"database", "reconnect_min_ms", T_INT, OFF(database.reconnect_min_ms), 1, 3600000, NULL, "50"},
     {"database", "reconnect_max_ms", T_INT, OFF(database.reconnect_max_ms), 1, 3600000, NULL, "1000"},
-    {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "request"},
+    {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "batch"},
+    {"database", "pipeline_depth", T_INT, OFF(database.pipeline_depth), 0, 1024, NULL, "2"},
     {"log", "level", T_ENUM, OFF(log.level), 0, 0, log_levels, "info"},
     {"log", "format", T_ENUM, OFF(log.format), 0, 0, log_formats, "text"},
     {"log", "access", T_ENUM, OFF(log.access), 0, 0, booleans, "false"},
@@ -184,8 +185,8 @@ static const char *event_kind(yaml_event_type_t t)
 static int next_event(loader_t *l, yaml_parser_t *p, yaml_event_t *ev)
 {
     if (!yaml_parser_parse(p, ev))
-        return fail_at(l, p->problem_mark, "%s%s%s", p->problem ? p->problem : "YAML syntax error",
-                       p->context ? " " : "", p->context ? p->context : "");
+        return fail_at(l, p->problem_mark, "%s%s%s", p->problem ? p->problem : "YAML syntax error", p->context ? " " : "",
+                       p->context ? p->context : "");
     return 0;
 }
 
@@ -259,8 +260,7 @@ static int load_document(loader_t *l, yaml_parser_t *p, preon_config_t *cfg)
                 if ((rv = next_event(l, p, &ev)) != 0)
                     return rv;
                 if (ev.type != YAML_MAPPING_START_EVENT) {
-                    rv = fail_at(l, ev.start_mark, "section '%s' must be a mapping of keys, got %s", section,
-                                 event_kind(ev.type));
+                    rv = fail_at(l, ev.start_mark, "section '%s' must be a mapping of keys, got %s", section, event_kind(ev.type));
                     yaml_event_delete(&ev);
                     return rv;
                 }

@@ -274,8 +274,8 @@ void preon_log_access(const char *method, size_t method_len, const char *path, s
                              (unsigned long long)duration_us, thread);
     } else {
         n += timestamp(line);
-        n += (size_t)snprintf(line + n, sizeof(line) - n, " info  access %.*s %.*s %d %zu %lluus t%u\n", (int)method_len,
-                              method, (int)path_len, path, status, bytes, (unsigned long long)duration_us, thread);
+        n += (size_t)snprintf(line + n, sizeof(line) - n, " info  access %.*s %.*s %d %zu %lluus t%u\n", (int)method_len, method,
+                              (int)path_len, path, status, bytes, (unsigned long long)duration_us, thread);
     }
     emit(line, n);
 }

@@ -31,12 +31,9 @@ static void usage(FILE *fp)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                             {"check-config", no_argument, NULL, 'C'},
-                                             {"probe", required_argument, NULL, 'P'},
-                                             {"version", no_argument, NULL, 'v'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'}, {"check-config", no_argument, NULL, 'C'},
+                                             {"probe", required_argument, NULL, 'P'},  {"version", no_argument, NULL, 'v'},
+                                             {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *path = NULL, *probe = NULL;
     int check = 0, opt;
     while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {

@@ -8,8 +8,8 @@ const double preon_hist_bounds[PREON_HIST_BUCKETS] = {0.0001, 0.00025, 0.0005, 0
 void preon_hist_observe(preon_hist_t *h, uint64_t ns)
 {
     /* bounds in ns, by a short linear scan: most observations land in the first few buckets */
-    static const uint64_t bounds_ns[PREON_HIST_BUCKETS] = {100000,   250000,    500000,    1000000,   2500000,
-                                                           5000000,  10000000,  25000000,  50000000,  100000000,
+    static const uint64_t bounds_ns[PREON_HIST_BUCKETS] = {100000,    250000,    500000,     1000000,   2500000,
+                                                           5000000,   10000000,  25000000,   50000000,  100000000,
                                                            250000000, 500000000, 1000000000, 5000000000};
     for (int i = 0; i < PREON_HIST_BUCKETS; i++) {
         if (ns <= bounds_ns[i]) {

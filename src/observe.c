@@ -84,8 +84,8 @@ void preon_observe(preon_thread_t *thr, h2o_req_t *req, unsigned route, unsigned
         h2o_iovec_t path = req != NULL ? req->path : h2o_iovec_init(H2O_STRLIT("-"));
         size_t bytes = req != NULL && req->res.content_length != SIZE_MAX ? req->res.content_length : 0;
         const char *mname = method_names[method];
-        preon_log_access(req != NULL ? req->method.base : mname, req != NULL ? req->method.len : strlen(mname), path.base,
-                         path.len, status, bytes, ns / 1000, thr->index);
+        preon_log_access(req != NULL ? req->method.base : mname, req != NULL ? req->method.len : strlen(mname), path.base, path.len,
+                         status, bytes, ns / 1000, thr->index);
     }
 }
 
@@ -179,14 +179,17 @@ static void put_http(preon_sink_t *s, const preon_config_t *cfg, preon_thread_t 
         accepted += preon_counter_read(&threads[t].http.conns_accepted);
         refused += preon_counter_read(&threads[t].http.conns_refused);
     }
-    put(s, "# HELP preon_http_connections Open client connections.\n# TYPE preon_http_connections gauge\n"
-           "preon_http_connections %llu\n",
+    put(s,
+        "# HELP preon_http_connections Open client connections.\n# TYPE preon_http_connections gauge\n"
+        "preon_http_connections %llu\n",
         (unsigned long long)open);
-    put(s, "# HELP preon_http_connections_accepted_total Client connections accepted.\n"
-           "# TYPE preon_http_connections_accepted_total counter\npreon_http_connections_accepted_total %llu\n",
+    put(s,
+        "# HELP preon_http_connections_accepted_total Client connections accepted.\n"
+        "# TYPE preon_http_connections_accepted_total counter\npreon_http_connections_accepted_total %llu\n",
         (unsigned long long)accepted);
-    put(s, "# HELP preon_http_connections_refused_total Client connections closed at once: server.max_connections.\n"
-           "# TYPE preon_http_connections_refused_total counter\npreon_http_connections_refused_total %llu\n",
+    put(s,
+        "# HELP preon_http_connections_refused_total Client connections closed at once: server.max_connections.\n"
+        "# TYPE preon_http_connections_refused_total counter\npreon_http_connections_refused_total %llu\n",
         (unsigned long long)refused);
 }
 
@@ -217,19 +220,23 @@ static void put_db(preon_sink_t *s, preon_thread_t *threads, unsigned nthreads)
         snprintf(labels, sizeof(labels), "statement=\"%s\"", preon_statements[i].name);
         put_hist(s, "preon_db_query_duration_seconds", labels, &durations[i]);
     }
-    put(s, "# HELP preon_db_queue_depth Queries accepted and not yet answered.\n# TYPE preon_db_queue_depth gauge\n"
-           "preon_db_queue_depth %zu\n",
+    put(s,
+        "# HELP preon_db_queue_depth Queries accepted and not yet answered.\n# TYPE preon_db_queue_depth gauge\n"
+        "preon_db_queue_depth %zu\n",
         sum.queued);
-    put(s, "# HELP preon_db_connections Database connections by state.\n# TYPE preon_db_connections gauge\n"
-           "preon_db_connections{state=\"ready\"} %u\npreon_db_connections{state=\"connecting\"} %u\n"
-           "preon_db_connections{state=\"down\"} %u\n",
+    put(s,
+        "# HELP preon_db_connections Database connections by state.\n# TYPE preon_db_connections gauge\n"
+        "preon_db_connections{state=\"ready\"} %u\npreon_db_connections{state=\"connecting\"} %u\n"
+        "preon_db_connections{state=\"down\"} %u\n",
         sum.ready, sum.connecting, sum.total - sum.ready - sum.connecting);
-    put(s, "# HELP preon_db_reconnects_total Connections established again after a loss.\n"
-           "# TYPE preon_db_reconnects_total counter\npreon_db_reconnects_total %llu\n",
+    put(s,
+        "# HELP preon_db_reconnects_total Connections established again after a loss.\n"
+        "# TYPE preon_db_reconnects_total counter\npreon_db_reconnects_total %llu\n",
         (unsigned long long)sum.reconnects);
-    put(s, "# HELP preon_db_rejected_total Requests answered 503 before reaching the database, by reason.\n"
-           "# TYPE preon_db_rejected_total counter\npreon_db_rejected_total{reason=\"queue_full\"} %llu\n"
-           "preon_db_rejected_total{reason=\"no_connection\"} %llu\n",
+    put(s,
+        "# HELP preon_db_rejected_total Requests answered 503 before reaching the database, by reason.\n"
+        "# TYPE preon_db_rejected_total counter\npreon_db_rejected_total{reason=\"queue_full\"} %llu\n"
+        "preon_db_rejected_total{reason=\"no_connection\"} %llu\n",
         (unsigned long long)sum.rejected_full, (unsigned long long)sum.rejected_down);
 }
 
@@ -245,20 +252,25 @@ static void put_process(preon_sink_t *s)
     long page = sysconf(_SC_PAGESIZE);
     struct timespec cpu;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
-    put(s, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
-           "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n",
+    put(s,
+        "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+        "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n",
         pages_rss * page);
-    put(s, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
-           "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %ld\n",
+    put(s,
+        "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+        "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %ld\n",
         pages_total * page);
-    put(s, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
-           "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.6f\n",
+    put(s,
+        "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+        "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.6f\n",
         (double)cpu.tv_sec + cpu.tv_nsec / 1e9);
-    put(s, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
-           "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+    put(s,
+        "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+        "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
         start_time);
-    put(s, "# HELP preon_log_dropped_total Log lines dropped because stderr could not keep up.\n"
-           "# TYPE preon_log_dropped_total counter\npreon_log_dropped_total %llu\n",
+    put(s,
+        "# HELP preon_log_dropped_total Log lines dropped because stderr could not keep up.\n"
+        "# TYPE preon_log_dropped_total counter\npreon_log_dropped_total %llu\n",
         (unsigned long long)preon_log_dropped());
 }
 
@@ -298,13 +310,12 @@ void preon_health_ready_reply(preon_thread_t *thr, h2o_req_t *req)
         json_array_append_new(checks, json_pack("{s:s,s:s}", "name", "database", "status", "UP"));
     } else {
         char reason[128];
-        snprintf(reason, sizeof(reason), "%u of %u event-loop threads have no connected database connection", without,
-                 nthreads);
+        snprintf(reason, sizeof(reason), "%u of %u event-loop threads have no connected database connection", without, nthreads);
         json_array_append_new(checks, json_pack("{s:s,s:s,s:s}", "name", "database", "status", "DOWN", "reason", reason));
     }
-    json_array_append_new(checks, draining ? json_pack("{s:s,s:s,s:s}", "name", "server", "status", "DOWN", "reason",
-                                                       "draining: shutting down")
-                                           : json_pack("{s:s,s:s}", "name", "server", "status", "UP"));
+    json_array_append_new(
+        checks, draining ? json_pack("{s:s,s:s,s:s}", "name", "server", "status", "DOWN", "reason", "draining: shutting down")
+                         : json_pack("{s:s,s:s}", "name", "server", "status", "UP"));
     int up = without == 0 && !draining;
     json_t *body = json_pack("{s:s,s:o}", "status", up ? "UP" : "DOWN", "checks", checks);
     if (!up)

@@ -6,7 +6,7 @@
 static const struct {
     const char *name;
     unsigned bit;
-} methods[] = {{"GET", PREON_M_GET},       {"HEAD", PREON_M_HEAD},   {"POST", PREON_M_POST},       {"PUT", PREON_M_PUT},
+} methods[] = {{"GET", PREON_M_GET},       {"HEAD", PREON_M_HEAD},   {"POST", PREON_M_POST},      {"PUT", PREON_M_PUT},
                {"DELETE", PREON_M_DELETE}, {"PATCH", PREON_M_PATCH}, {"OPTIONS", PREON_M_OPTIONS}};
 
 unsigned preon_method_bit(const char *method, size_t len)

@@ -32,9 +32,9 @@ static h2o_globalconf_t globalconf;
 /* Kept reachable until exit, so that leak checkers see the loops' memory as in use rather than lost. */
 static preon_thread_t *threads;
 static unsigned nthreads;
-static int draining;          /* set by the main thread on the first signal; read by readiness checks */
-static uint64_t open_conns;   /* over all threads, for server.max_connections (atomic: accept and close only) */
-static uint64_t max_conns;    /* server.max_connections, or fewer if the open files limit allows fewer */
+static int draining;        /* set by the main thread on the first signal; read by readiness checks */
+static uint64_t open_conns; /* over all threads, for server.max_connections (atomic: accept and close only) */
+static uint64_t max_conns;  /* server.max_connections, or fewer if the open files limit allows fewer */
 
 preon_thread_t *preon_server_threads(unsigned *n)
 {
@@ -280,8 +280,8 @@ static void *thread_main(void *arg)
     h2o_socket_read_start(thr->listener, on_accept);
     /* Until the stop message: serve. Then until nothing waits on the database and no request has come for a
      * moment (active keep-alive clients get Connection: close and leave), or the shutdown deadline. */
-    while (!thr->draining || ((thr->pending != 0 || preon_now_ns() - thr->last_request_ns < 100000000) &&
-                              h2o_now(thr->loop) < thr->drain_deadline))
+    while (!thr->draining ||
+           ((thr->pending != 0 || preon_now_ns() - thr->last_request_ns < 100000000) && h2o_now(thr->loop) < thr->drain_deadline))
         h2o_evloop_run(thr->loop, thr->draining ? 10 : INT32_MAX);
 
     /* Whatever still waits (only after shutdown_timeout_ms) is answered 503 now; a short grace lets those
@@ -394,11 +394,12 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     for (unsigned i = 0; i < nthreads; i++)
         h2o_multithread_create_thread(&threads[i].tid, NULL, thread_main, &threads[i]);
-    preon_log_info("preon %s listening on %s:%d with %u threads (open files limit %llu)", PREON_VERSION,
-                   cfg->server.listen, cfg->server.port, nthreads, nofile);
+    preon_log_info("preon %s listening on %s:%d with %u threads (open files limit %llu)", PREON_VERSION, cfg->server.listen,
+                   cfg->server.port, nthreads, nofile);
     if (max_conns < (uint64_t)cfg->server.max_connections)
         preon_log_info("the open files limit (%llu) allows %llu client connections, fewer than server.max_connections "
-                       "(%d): more are refused", nofile, (unsigned long long)max_conns, cfg->server.max_connections);
+                       "(%d): more are refused",
+                       nofile, (unsigned long long)max_conns, cfg->server.max_connections);
 
     int sig;
     sigwait(&set, &sig);
@@ -413,8 +414,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
     for (unsigned i = 0; i < nthreads; i++)
         h2o_multithread_send_message(&threads[i].close_receiver, &threads[i].close_msg);
     /* Until every listener is closed (bounded: a loop stuck for a second must not hold the drain back). */
-    for (int waited_ms = 0; __atomic_load_n(&listeners_closed, __ATOMIC_ACQUIRE) < nthreads && waited_ms < 1000;
-         waited_ms++)
+    for (int waited_ms = 0; __atomic_load_n(&listeners_closed, __ATOMIC_ACQUIRE) < nthreads && waited_ms < 1000; waited_ms++)
         exit_on_signal(&set, 1000000L);
     for (unsigned i = 0; i < nthreads; i++)
         h2o_multithread_send_message(&threads[i].receiver, &threads[i].stop_msg);

@@ -34,6 +34,7 @@ typedef struct st_preon_config_t {
         int reconnect_min_ms;       /* first back-off after a failed or lost connection */
         int reconnect_max_ms;       /* back-off doubles up to this */
         int sync;                   /* preon_sync_mode_t: one Sync per request, or one per loop-pass batch */
+        int pipeline_depth;         /* batches a connection may have in flight (0: any number) */
     } database;
     struct {
         int level;  /* preon_log_level_t */

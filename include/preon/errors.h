@@ -6,17 +6,17 @@
  * One table gives every error code, its message and the HTTP status a request gets when the error
  * reaches it. Functions that return int answer 0 or one of these negative codes.
  */
-#define PREON_ERRNO_MAP(XX)                                                                                                  \
-    XX(INVAL, "invalid argument", 400)                                                                                       \
-    XX(NOTFOUND, "not found", 404)                                                                                           \
-    XX(QUEUEFULL, "database queue is full", 503)                                                                             \
-    XX(NOTCONN, "database is not connected", 503)                                                                            \
-    XX(SHUTDOWN, "server is shutting down", 503)                                                                             \
-    XX(CONNLOST, "database connection was lost", 502)                                                                        \
-    XX(DB, "database returned an error", 502)                                                                                \
-    XX(CONFLICT, "conflicts with a database constraint", 409)                                                                \
-    XX(RETRY, "transaction could not be completed; retry", 503)                                                              \
-    XX(TIMEDOUT, "database did not answer in time", 504)                                                                     \
+#define PREON_ERRNO_MAP(XX)                                                                                                        \
+    XX(INVAL, "invalid argument", 400)                                                                                             \
+    XX(NOTFOUND, "not found", 404)                                                                                                 \
+    XX(QUEUEFULL, "database queue is full", 503)                                                                                   \
+    XX(NOTCONN, "database is not connected", 503)                                                                                  \
+    XX(SHUTDOWN, "server is shutting down", 503)                                                                                   \
+    XX(CONNLOST, "database connection was lost", 502)                                                                              \
+    XX(DB, "database returned an error", 502)                                                                                      \
+    XX(CONFLICT, "conflicts with a database constraint", 409)                                                                      \
+    XX(RETRY, "transaction could not be completed; retry", 503)                                                                    \
+    XX(TIMEDOUT, "database did not answer in time", 504)                                                                           \
     XX(IO, "input/output error", 500)
 
 typedef enum {
@@ -25,7 +25,7 @@ typedef enum {
     PREON__ERR_FIRST = -1000,
     PREON_ERRNO_MAP(PREON_ERR_ENUM)
 #undef PREON_ERR_ENUM
-    PREON__ERR_END
+        PREON__ERR_END
 } preon_errno_t;
 
 /** Returns a static message for an error code (never NULL; "unknown error" for unknown codes). */

@@ -46,10 +46,10 @@ void preon_log_write(preon_log_level_t level, const char *fmt, ...) __attribute_
 void preon_log_access(const char *method, size_t method_len, const char *path, size_t path_len, int status, size_t bytes,
                       uint64_t duration_us, unsigned thread);
 
-#define PREON_LOG(level, ...)                                                                                                \
-    do {                                                                                                                     \
-        if ((level) <= preon_log_level)                                                                                      \
-            preon_log_write((level), __VA_ARGS__);                                                                           \
+#define PREON_LOG(level, ...)                                                                                                      \
+    do {                                                                                                                           \
+        if ((level) <= preon_log_level)                                                                                            \
+            preon_log_write((level), __VA_ARGS__);                                                                                 \
     } while (0)
 #define preon_log_error(...) PREON_LOG(PREON_LOG_ERROR, __VA_ARGS__)
 #define preon_log_warn(...) PREON_LOG(PREON_LOG_WARN, __VA_ARGS__)

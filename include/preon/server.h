@@ -22,28 +22,28 @@ typedef struct st_preon_thread_t {
     unsigned index;
     pthread_t tid;
     h2o_socket_t *listener;
-    int listen_fd;            /* the listener's descriptor, for shedding a connection when out of descriptors */
-    int spare_fd;             /* a descriptor held in reserve for that (libuv's trick); -1 once draining */
+    int listen_fd;              /* the listener's descriptor, for shedding a connection when out of descriptors */
+    int spare_fd;               /* a descriptor held in reserve for that (libuv's trick); -1 once draining */
     h2o_timeout_t accept_pause; /* out of descriptors and none to shed with: accepting pauses this long */
     h2o_timeout_entry_t accept_pause_entry;
-    int fd_warned;            /* "out of file descriptors" logged once */
+    int fd_warned; /* "out of file descriptors" logged once */
     preon_db_pool_t *db;
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;
     h2o_multithread_message_t stop_msg;
     h2o_multithread_receiver_t close_receiver; /* first stop phase: close the listener */
     h2o_multithread_message_t close_msg;
-    int draining;             /* SIGTERM seen: no new connections, finish what is in flight */
-    uint64_t drain_deadline;  /* loop time after which the thread exits even with requests pending */
-    size_t pending;           /* requests waiting for the database */
-    preon_rand_t rand;        /* ids and numbers for the TechEmpower endpoints */
-    int32_t *world_cache;     /* randomNumber by id for /cached-queries, filled on first use; NULL until then */
-    preon_http_metrics_t http; /* written by this thread, read by scrapes on any thread */
+    int draining;                  /* SIGTERM seen: no new connections, finish what is in flight */
+    uint64_t drain_deadline;       /* loop time after which the thread exits even with requests pending */
+    size_t pending;                /* requests waiting for the database */
+    preon_rand_t rand;             /* ids and numbers for the TechEmpower endpoints */
+    int32_t *world_cache;          /* randomNumber by id for /cached-queries, filled on first use; NULL until then */
+    preon_http_metrics_t http;     /* written by this thread, read by scrapes on any thread */
     h2o_timeout_t request_timeout; /* server.request_timeout_ms, for requests waiting on the database */
     struct {
         unsigned route, method;
         uint64_t start_ns;
-    } cur; /* the request being dispatched, for handlers that answer later */
+    } cur;                    /* the request being dispatched, for handlers that answer later */
     uint64_t last_request_ns; /* when the last request was dispatched, to let a drain settle */
 } preon_thread_t;
 

@@ -135,6 +135,7 @@ static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_
         c->head_since = now_ms(c);
     entry_t *e = &c->ring[(c->ring_head + c->ring_count++) % c->ring_cap];
     e->kind = kind;
+    e->ends_send = 0;
     e->stmt = stmt;
     e->q = q;
 }
@@ -230,6 +231,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     if (c->ring == NULL)
         abort();
     c->ring_head = c->ring_count = 0;
+    c->sends_in_flight = 0;
     preon_db_query_t *unsent = c->unsent_head, *done = c->done_head;
     c->unsent_head = c->done_head = NULL;
     c->unsent_tail = &c->unsent_head;
@@ -337,8 +339,8 @@ void preon_db_conn_connect(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
     /* Does not block: the host name, if any, was resolved into hostaddr at start-up (target.c). */
-    c->pg = PQconnectStartParams(preon_db_target_keywords(pool->target),
-                                 preon_db_target_values_from(pool->target, c->host_start), 0);
+    c->pg =
+        PQconnectStartParams(preon_db_target_keywords(pool->target), preon_db_target_values_from(pool->target, c->host_start), 0);
     set_state(c, CONN_CONNECTING);
     c->state_since = now_ms(c);
     c->server_said[0] = '\0';
@@ -426,8 +428,7 @@ static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
         c->seg_err = error_of(res);
         snprintf(c->seg_why, sizeof(c->seg_why), "%s", message_of(res));
         if (c->seg_err == PREON_EDB)
-            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name,
-                           c->seg_why);
+            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, c->seg_why);
     }
     /* Its answer waits for the Sync: the COMMIT there may still fail. */
     q->_res = res;
@@ -488,16 +489,19 @@ static void settle(preon_db_conn_t *c)
         PQclear(sync_err);
 }
 
-/* Takes every result libpq can give without blocking and hands each to the entry it belongs to. */
-static void read_results(preon_db_conn_t *c)
+/* Takes every result libpq can give without blocking and hands each to the entry it belongs to; returns how many
+ * it took. */
+static size_t read_results(preon_db_conn_t *c)
 {
+    size_t taken = 0;
     while (c->pg != NULL && c->ring_count != 0 && !PQisBusy(c->pg)) {
         PGresult *r = PQgetResult(c->pg);
+        taken++;
         if (PQstatus(c->pg) == CONNECTION_BAD) {
             /* libpq reports a broken connection as the head query's error: it is not that query's fault. */
             PQclear(r);
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
-            return;
+            return taken;
         }
         entry_t *head = &c->ring[c->ring_head];
         if (head->kind == ENTRY_SYNC) {
@@ -507,7 +511,7 @@ static void read_results(preon_db_conn_t *c)
                     continue;
                 }
                 preon_db_conn_fail(c, PREON_ECONNLOST, "pipeline out of step (no Sync result)");
-                return;
+                return taken;
             }
             if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
                 /* An error at the Sync: the implicit COMMIT failed (a deferred constraint, a serialization
@@ -520,7 +524,12 @@ static void read_results(preon_db_conn_t *c)
                 continue;
             }
             PQclear(r);
-            pop(c);
+            if (pop(c).ends_send) {
+                c->sends_in_flight--;
+                /* what accumulated while the batches were out goes out at the end of this pass */
+                if (c->unsent_head != NULL && preon_db_conn_may_send(c))
+                    preon_db_pool_arm_flush(c->pool);
+            }
             settle(c);
             if (c->ring_count == 0)
                 c->prepare_error[0] = '\0';
@@ -538,6 +547,7 @@ static void read_results(preon_db_conn_t *c)
         c->cur = NULL;
         complete(c, pop(c), res); /* takes res */
     }
+    return taken;
 }
 
 /* Readable or writable: libpq finds socket errors itself, so h2o's `err` adds nothing. */
@@ -558,6 +568,17 @@ static void on_io(preon_db_conn_t *c)
     if (c->ring_count == 0)
         (void)PQisBusy(c->pg);
     read_results(c);
+    /* Over TLS, PQconsumeInput takes what fits in libpq's buffer: the rest of a record OpenSSL has decrypted stays
+     * inside OpenSSL, where epoll cannot see it, and would wait for the next bytes from the server. So read again
+     * (once at least, which empties OpenSSL), and on while that still completes results. */
+    for (int i = 0; i < 64 && c->pg != NULL && c->ring_count != 0 && PQsslInUse(c->pg); i++) {
+        if (!PQconsumeInput(c->pg)) {
+            preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+            return;
+        }
+        if (read_results(c) == 0)
+            break;
+    }
     if (c->pg == NULL)
         return;
     if (PQstatus(c->pg) == CONNECTION_BAD) {
@@ -581,10 +602,17 @@ static void on_write(h2o_socket_t *sock, const char *err)
     on_io(c);
 }
 
+int preon_db_conn_may_send(const preon_db_conn_t *c)
+{
+    int depth = c->pool->cfg->database.pipeline_depth;
+    return depth == 0 || c->sends_in_flight < (unsigned)depth;
+}
+
 void preon_db_conn_send(preon_db_conn_t *c)
 {
     const preon_db_statement_t *stmts = c->pool->stmts;
     int batch = c->pool->cfg->database.sync == PREON_SYNC_BATCH, sync_owed = 0;
+    size_t before = c->ring_count;
     preon_db_query_t *q;
     while ((q = c->unsent_head) != NULL) {
         if ((c->unsent_head = q->_next) == NULL)
@@ -627,6 +655,11 @@ void preon_db_conn_send(preon_db_conn_t *c)
         if (!PQpipelineSync(c->pg))
             goto Broken;
         push(c, ENTRY_SYNC, 0, NULL);
+    }
+    if (c->ring_count > before) {
+        /* One batch out: the next one accumulates until this one's last Sync is answered, if the depth says so. */
+        c->ring[(c->ring_head + c->ring_count - 1) % c->ring_cap].ends_send = 1;
+        c->sends_in_flight++;
     }
     flush(c);
     return;

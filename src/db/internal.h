@@ -18,8 +18,9 @@ typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
 /* One thing sent and not yet answered, in the order libpq will answer it (libpq does not say which). */
 typedef struct {
     entry_kind_t kind;
-    unsigned stmt;        /* ENTRY_PREPARE */
-    preon_db_query_t *q;  /* ENTRY_QUERY */
+    unsigned char ends_send; /* ENTRY_SYNC: the last entry of one preon_db_conn_send (one write, one batch) */
+    unsigned stmt;           /* ENTRY_PREPARE */
+    preon_db_query_t *q;     /* ENTRY_QUERY */
 } entry_t;
 
 typedef struct st_preon_db_conn_t {
@@ -42,9 +43,10 @@ typedef struct st_preon_db_conn_t {
     /* a ring of what libpq has been given, oldest first */
     entry_t *ring;
     size_t ring_cap, ring_head, ring_count;
-    uint64_t head_since;     /* see preon_db_conn_head_since */
-    size_t nqueries;         /* unsent + in-flight queries, to pick the least loaded connection */
-    PGresult *cur;           /* the head entry's first result, kept until libpq's terminating NULL */
+    uint64_t head_since;      /* see preon_db_conn_head_since */
+    size_t nqueries;          /* unsent + in-flight queries, to pick the least loaded connection */
+    unsigned sends_in_flight; /* batches written and not yet answered to their last Sync (database.pipeline_depth) */
+    PGresult *cur;            /* the head entry's first result, kept until libpq's terminating NULL */
     /* Queries whose results are in, waiting for their Sync's answer (the implicit COMMIT), oldest first; each
      * holds its PGresult in q->_res. */
     preon_db_query_t *done_head, **done_tail;
@@ -69,10 +71,10 @@ struct st_preon_db_pool_t {
     char tag[32];
     preon_db_conn_t *conns;
     unsigned nconns;
-    uint64_t queued;     /* owner writes with preon_counter_add; scrapes read */
-    uint64_t reconnects; /* likewise */
-    uint64_t rejected_full; /* submits refused: database.max_queued reached (backpressure) */
-    uint64_t rejected_down; /* submits refused: no connection ready */
+    uint64_t queued;                         /* owner writes with preon_counter_add; scrapes read */
+    uint64_t reconnects;                     /* likewise */
+    uint64_t rejected_full;                  /* submits refused: database.max_queued reached (backpressure) */
+    uint64_t rejected_down;                  /* submits refused: no connection ready */
     uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
     preon_hist_t *durations;                 /* [statement] */
     int flush_armed;
@@ -90,8 +92,10 @@ void preon_db_conn_dispose(preon_db_conn_t *c);
 void preon_db_conn_connect(preon_db_conn_t *c);
 /** Fails everything the connection holds with `err` and schedules a reconnect. */
 void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why);
-/** Hands the unsent queries to libpq, with their Syncs, and flushes. */
+/** Hands the unsent queries to libpq, with their Syncs, and flushes: one batch. */
 void preon_db_conn_send(preon_db_conn_t *c);
+/** Whether a batch may be written now: fewer than database.pipeline_depth are out (0: no bound). */
+int preon_db_conn_may_send(const preon_db_conn_t *c);
 /** The connect attempt took longer than database.connect_timeout_ms: fail it and move on to the next host. */
 void preon_db_conn_connect_timed_out(preon_db_conn_t *c);
 /** Since when the oldest entry in flight has been the one the server works on (it was sent to an idle

@@ -17,7 +17,7 @@ static void on_tick(h2o_timeout_entry_t *entry);
 static uint64_t tick_ms(const preon_config_t *cfg)
 {
     int t = cfg->database.query_timeout_ms < cfg->database.connect_timeout_ms ? cfg->database.query_timeout_ms
-                                                                                 : cfg->database.connect_timeout_ms;
+                                                                              : cfg->database.connect_timeout_ms;
     t /= 10;
     return t < 5 ? 5 : t > 100 ? 100 : (uint64_t)t;
 }
@@ -152,7 +152,7 @@ void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q)
 }
 
 const char *const preon_db_outcome_names[PREON_DB_OUTCOMES] = {"ok",      "error",           "conflict", "retry",
-                                                                 "timeout", "connection_lost", "not_sent"};
+                                                               "timeout", "connection_lost", "not_sent"};
 
 /* Counts a finished query: its outcome and its time from submit to answer. */
 static void account(preon_db_pool_t *pool, const preon_db_query_t *q, preon_db_outcome_t outcome)
@@ -165,12 +165,12 @@ static void account(preon_db_pool_t *pool, const preon_db_query_t *q, preon_db_o
 void preon_db_pool_fail_query(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail)
 {
     account(pool, q,
-            err == PREON_EDB          ? PREON_DB_OUTCOME_ERROR
-            : err == PREON_ECONFLICT  ? PREON_DB_OUTCOME_CONFLICT
-            : err == PREON_ERETRY     ? PREON_DB_OUTCOME_RETRY
-            : err == PREON_ETIMEDOUT  ? PREON_DB_OUTCOME_TIMEOUT
-            : err == PREON_ECONNLOST  ? PREON_DB_OUTCOME_CONNLOST
-                                      : PREON_DB_OUTCOME_NOTSENT);
+            err == PREON_EDB         ? PREON_DB_OUTCOME_ERROR
+            : err == PREON_ECONFLICT ? PREON_DB_OUTCOME_CONFLICT
+            : err == PREON_ERETRY    ? PREON_DB_OUTCOME_RETRY
+            : err == PREON_ETIMEDOUT ? PREON_DB_OUTCOME_TIMEOUT
+            : err == PREON_ECONNLOST ? PREON_DB_OUTCOME_CONNLOST
+                                     : PREON_DB_OUTCOME_NOTSENT);
     q->on_error(q, err, detail != NULL ? detail : preon_strerror(err));
 }
 
@@ -195,7 +195,7 @@ static void on_flush(h2o_timeout_entry_t *entry)
     preon_db_pool_t *pool = H2O_STRUCT_FROM_MEMBER(preon_db_pool_t, flush_entry, entry);
     for (unsigned i = 0; i < pool->nconns; i++) {
         preon_db_conn_t *c = &pool->conns[i];
-        if (c->unsent_head != NULL && c->state == CONN_READY)
+        if (c->unsent_head != NULL && c->state == CONN_READY && preon_db_conn_may_send(c))
             preon_db_conn_send(c);
     }
 }

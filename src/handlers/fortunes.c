@@ -80,7 +80,9 @@ static h2o_iovec_t value(void *ctx, const char *name, size_t item)
     fortunes_t *f = ctx;
     if (item == SIZE_MAX)
         return h2o_iovec_init("", 0);
-    return strcmp(name, "id") == 0 ? f->rows[item].id : strcmp(name, "message") == 0 ? f->rows[item].message : h2o_iovec_init("", 0);
+    return strcmp(name, "id") == 0        ? f->rows[item].id
+           : strcmp(name, "message") == 0 ? f->rows[item].message
+                                          : h2o_iovec_init("", 0);
 }
 
 static void on_done(preon_dbreq_t *r, h2o_req_t *req)

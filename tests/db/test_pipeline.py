@@ -269,6 +269,49 @@ class PipelineTest(unittest.TestCase):
         self.assertOutcomesMatch(d)
         d.finish(self)
 
+    def test_pipeline_depth_accumulates_while_a_batch_is_out(self):
+        """database.pipeline_depth 1 (issue 13): while one batch is out, what is submitted accumulates and goes out as
+        one batch when it is answered: fewer writes and Syncs, and still one callback per query, in order. Under
+        database.sync: batch the five reads share one Sync; with depth 0 each loop pass would write its own."""
+        for depth, syncs in ((1, 2), (0, 6)):
+            s = self.server(statements=statements(fruits_all=[{"kind": "delay", "ms": 400 * SLOW, "times": 1}]))
+            d = self.drive(s, sync="batch", pipeline_depth=depth)
+            self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+            base = s.count_events("sync")  # the prepares' Syncs
+            first = d.submit("fruits_all")
+            d.run(20)
+            later = []
+            for i in range(5):  # each in its own loop pass, while the first is held by the server
+                later.append(d.submit("fruit_get", 1, str(i)))
+                d.run(5)
+            self.assertTrue(d.idle()["ok"])
+            self.assertEqual(s.count_events("sync") - base, syncs, (depth, s.events))
+            self.assertEqual(s.count_events("execute"), 6)
+            order = [e["req"] for e in d.callbacks()]
+            self.assertEqual(order, [first["req"]] + [e["req"] for e in later])
+            self.assertTrue(all(e["ev"] == "result" for e in d.callbacks()), d.callbacks())
+            self.assertOutcomesMatch(d)
+            d.finish(self)
+            s.stop()
+            self.servers.remove(s)
+
+    def test_pipeline_depth_adds_no_wait_when_idle(self):
+        """With nothing out, a query is written in the loop pass that submitted it: the server has it while its
+        answer is still held back (no batching delay on an idle connection), under every depth."""
+        for depth in (1, 2, 0):
+            s = self.server(statements=statements(fruits_all=[{"kind": "delay", "ms": 1000 * SLOW, "times": 1}]))
+            d = self.drive(s, sync="batch", pipeline_depth=depth)
+            self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+            d.submit("fruits_all")
+            d.run(200 * SLOW)
+            self.assertEqual(s.count_events("execute"), 1, depth)  # received, not yet answered
+            self.assertEqual(d.callbacks(), [])
+            self.assertTrue(d.idle()["ok"])
+            self.assertEqual(len(d.callbacks()), 1)
+            d.finish(self)
+            s.stop()
+            self.servers.remove(s)
+
     def test_reply_one_byte_at_a_time(self):
         """Every byte of every reply in its own segment: the startup, the prepares and the rows still come out whole."""
         s = self.server(byte_at_a_time=True)

@@ -38,7 +38,8 @@ static void test_valid(void **state)
     expect_ok("{\"name\":\"Banana\"}", "Banana");
     expect_ok("{\"id\": 7, \"name\": \"Kiwi\"}", "Kiwi"); /* id is ignored */
     expect_ok("{\"name\":\"'); DROP TABLE fruits; --\"}", "'); DROP TABLE fruits; --");
-    expect_ok("{\"name\":\"Fran\\u00e7ais \xe6\xb0\xb4\"}", "Fran\xc3\xa7" "ais \xe6\xb0\xb4");
+    expect_ok("{\"name\":\"Fran\\u00e7ais \xe6\xb0\xb4\"}", "Fran\xc3\xa7"
+                                                            "ais \xe6\xb0\xb4");
 }
 
 static void test_invalid(void **state)
@@ -60,8 +61,8 @@ static void test_invalid(void **state)
     BAD("{\"name\":\"\xc0\xaf\"}", "not valid UTF-8");         /* overlong '/' */
     BAD("{\"name\":\"\xed\xa0\x80\"}", "not valid UTF-8");     /* a surrogate */
     BAD("{\"name\":\"\xf4\x90\x80\x80\"}", "not valid UTF-8"); /* above U+10FFFF */
-    BAD("{\"name\":\"\xe6\xb0", "not valid UTF-8");             /* cut short */
-    BAD("{\"name\":\"\\ud800\"}", "not valid JSON");            /* escaped lone surrogate */
+    BAD("{\"name\":\"\xe6\xb0", "not valid UTF-8");            /* cut short */
+    BAD("{\"name\":\"\\ud800\"}", "not valid JSON");           /* escaped lone surrogate */
 #undef BAD
 }
 

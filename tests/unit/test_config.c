@@ -38,7 +38,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.database.connections_per_thread, 1);
     assert_int_equal(cfg.database.max_queued, 16384);
     assert_int_equal(cfg.database.query_timeout_ms, 5000);
-    assert_int_equal(cfg.database.sync, PREON_SYNC_REQUEST);
+    assert_int_equal(cfg.database.sync, PREON_SYNC_BATCH);
+    assert_int_equal(cfg.database.pipeline_depth, 2);
     assert_int_equal(cfg.log.level, 2);
     assert_int_equal(cfg.log.format, 0);
     assert_int_equal(cfg.log.access, 0);
@@ -134,8 +135,12 @@ static void test_env_overrides(void **state)
     char err[256] = "";
     preon_config_init(&cfg);
     assert_int_equal(load(&cfg, "server:\n  port: 9000\n", err), 0);
-    char *env[] = {"PATH=/bin", "PREON_SERVER_PORT=18081", "PREON_DATABASE_URL=host=/tmp dbname=x", "PREON_LOG_LEVEL=warn",
-                   "PREON_BIN=/ignored", NULL};
+    char *env[] = {"PATH=/bin",
+                   "PREON_SERVER_PORT=18081",
+                   "PREON_DATABASE_URL=host=/tmp dbname=x",
+                   "PREON_LOG_LEVEL=warn",
+                   "PREON_BIN=/ignored",
+                   NULL};
     assert_int_equal(preon_config_apply_env(&cfg, env, err, sizeof(err)), 0);
     assert_int_equal(cfg.server.port, 18081);
     assert_string_equal(cfg.database.url, "host=/tmp dbname=x");

@@ -38,8 +38,12 @@ static void test_escaping(void **state)
 static void test_non_ascii_kept_as_utf8(void **state)
 {
     (void)state;
-    expect_fruit(3, "Dur\xc3\xad" "an \xe3\x81\xbf\xe3\x81\x8b\xe3\x82\x93 \xf0\x9f\x8d\x8d", 22,
-                 "{\"id\":3,\"name\":\"Dur\xc3\xad" "an \xe3\x81\xbf\xe3\x81\x8b\xe3\x82\x93 \xf0\x9f\x8d\x8d\"}");
+    expect_fruit(3,
+                 "Dur\xc3\xad"
+                 "an \xe3\x81\xbf\xe3\x81\x8b\xe3\x82\x93 \xf0\x9f\x8d\x8d",
+                 22,
+                 "{\"id\":3,\"name\":\"Dur\xc3\xad"
+                 "an \xe3\x81\xbf\xe3\x81\x8b\xe3\x82\x93 \xf0\x9f\x8d\x8d\"}");
 }
 
 static void test_embedded_nul_and_invalid_utf8(void **state)

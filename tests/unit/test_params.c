@@ -32,7 +32,8 @@ static void test_invalid(void **state)
 {
     (void)state;
     int32_t v = 12345;
-    const char *bad[] = {"0", "-1", "2147483648", "99999999999999999999999", "abc", "", "1abc", "+1", " 1", "1 ", "0x10", "-", "00"};
+    const char *bad[] = {"0",    "-1", "2147483648", "99999999999999999999999", "abc", "", "1abc", "+1", " 1", "1 ",
+                         "0x10", "-",  "00"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(parse(bad[i], &v), PREON_EINVAL);
         assert_int_equal(v, 12345); /* untouched on failure */

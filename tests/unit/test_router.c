@@ -85,9 +85,8 @@ static void test_method_bits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_routes),      cmocka_unit_test(test_param_is_passed_raw),
-        cmocka_unit_test(test_not_found),         cmocka_unit_test(test_method_not_allowed),
-        cmocka_unit_test(test_method_bits),
+        cmocka_unit_test(test_known_routes),       cmocka_unit_test(test_param_is_passed_raw), cmocka_unit_test(test_not_found),
+        cmocka_unit_test(test_method_not_allowed), cmocka_unit_test(test_method_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

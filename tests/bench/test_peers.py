@@ -1,0 +1,269 @@
+# SPDX-License-Identifier: MIT
+"""bench/peers/: the Go and JVM services build from Debian packages, answer /hello and /fruits with preon's bytes,
+keep answers in request order, hold their pool to POOL_SIZE, answer a database error with a 5xx, start without a
+database and end with status 0 on SIGTERM.
+
+Environment: PREON_BIN, PREON_REPO (tests/CMakeLists.txt); PREON_TEST_PGDIR (scripts/test.sh), or, without it,
+a private PostgreSQL started here in a temp folder.
+"""
+import atexit
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+REPO = os.environ.get("PREON_REPO") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PEERS = os.path.join(REPO, "bench", "peers")
+ROLE = "peers_test"  # the peers connect as this role, so their backends can be counted
+# Every kind of character jansson escapes or keeps as it is: the peers must give preon's bytes for it.
+ODD_NAME = 'odd "q" \\ / <b>&amp; \t\n\r\b\f \x01\x1b\x1f\x7f ñ 水果 \u2028 \U0001F34D'
+
+
+def own_cluster():
+    """A private PostgreSQL when the test command has not started one (running this file by hand)."""
+    pgdir = tempfile.mkdtemp(prefix="preon-peers-pg.")
+    os.chmod(pgdir, 0o755)
+    pg_sh = os.path.join(REPO, "scripts", "pg.sh")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run([pg_sh, "init", pgdir, str(port)], check=True, env=dict(os.environ, PREON_PG_EXTRA_CONF="fsync = off"))
+    atexit.register(lambda: (subprocess.run([pg_sh, "stop", pgdir, "immediate"]), shutil.rmtree(pgdir, True)))
+    return pgdir
+
+
+if not os.environ.get("PREON_TEST_PGDIR"):
+    os.environ["PREON_TEST_PGDIR"] = own_cluster()
+os.environ.setdefault("PREON_BIN", os.path.join(REPO, "build", "preon"))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+from harness import Preon, free_port, pg_url, psql, require_env  # noqa: E402
+
+
+def url_as(user, database=None, port=None):
+    """The test cluster's URL with another user, database or port."""
+    base = pg_url()  # postgresql://postgres@127.0.0.1:PORT/preon
+    host_port, db = base.split("@", 1)[1].split("/", 1)
+    host = host_port.rsplit(":", 1)[0]
+    return "postgresql://%s@%s:%s/%s" % (user, host, port or host_port.rsplit(":", 1)[1], database or db)
+
+
+def get(port, path, timeout=10, host="127.0.0.1"):
+    """One GET on a new connection: (status, content type, body)."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, r.getheader("Content-Type"), r.read()
+    finally:
+        conn.close()
+
+
+class Peer:
+    """bench/peers/NAME/run.sh on a free port, in the foreground of its own process (run.sh execs the service)."""
+
+    def __init__(self, name, database_url, host="127.0.0.1", **env):
+        self.name, self.port, self.host = name, free_port(), host
+        self.env = dict(os.environ, PORT=str(self.port), DATABASE_URL=database_url, POOL_SIZE="3", **env)
+        if host != "127.0.0.1":
+            self.env["LISTEN"] = host
+        self.log = tempfile.NamedTemporaryFile(prefix="peer-%s-" % name, suffix=".log", delete=False)
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen([os.path.join(PEERS, self.name, "run.sh")], env=self.env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, cwd=tempfile.gettempdir())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("%s exited with %d at start:\n%s" % (self.name, self.proc.returncode, self.output()))
+            try:
+                if get(self.port, "/hello", host=self.host)[0] == 200:
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.kill()
+        raise AssertionError("%s did not answer /hello within 60 s:\n%s" % (self.name, self.output()))
+
+    def output(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def stop(self, timeout=20):
+        """SIGTERM; returns the exit status."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError("%s still running %d s after SIGTERM:\n%s" % (self.name, timeout, self.output()))
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def cleanup(self):
+        self.kill()
+        os.unlink(self.log.name)
+
+
+def backends():
+    return int(psql("SELECT count(*) FROM pg_stat_activity WHERE usename = '%s'" % ROLE))
+
+
+def pipelined(port, paths):
+    """Sends GETs of `paths` in one write on one connection; returns the bodies in the order they came back."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"".join(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % p.encode() for p in paths))
+        buf, bodies = b"", []
+        while len(bodies) < len(paths):
+            while b"\r\n\r\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise AssertionError("connection closed after %d answers" % len(bodies))
+                buf += chunk
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            length = next(int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:"))
+            while len(buf) < length:
+                buf += s.recv(65536)
+            bodies.append(buf[:length])
+            buf = buf[length:]
+        return bodies
+
+
+class PeerTests:
+    """Mixed into one TestCase per peer; NAME is the folder under bench/peers/."""
+    NAME = ""
+
+    @classmethod
+    def setUpClass(cls):
+        built = subprocess.run([os.path.join(PEERS, cls.NAME, "build.sh")], capture_output=True, text=True)
+        if built.returncode != 0:
+            raise AssertionError("%s/build.sh failed:\n%s%s" % (cls.NAME, built.stdout, built.stderr))
+        print(built.stdout.strip(), file=sys.stderr)
+        cls.peer = Peer(cls.NAME, url_as(ROLE)).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            rc = cls.peer.stop()
+            if rc != 0:
+                raise AssertionError("%s exited with %s after SIGTERM:\n%s" % (cls.NAME, rc, cls.peer.output()))
+        finally:
+            cls.peer.cleanup()
+
+    def test_hello_is_preons(self):
+        self.assertEqual(get(self.peer.port, "/hello"), get(PREON.port, "/hello"))
+        self.assertEqual(get(self.peer.port, "/hello?x=1")[2], b"Hello")
+
+    def test_fruits_are_preons_bytes(self):
+        status, ctype, body = get(self.peer.port, "/fruits")
+        self.assertEqual((status, ctype, body), get(PREON.port, "/fruits"))
+        table = psql("SELECT json_agg(json_build_object('id', id, 'name', name) ORDER BY id) FROM fruits")
+        self.assertEqual(json.loads(body), json.loads(table))  # the table, not merely what preon says
+        self.assertIn(ODD_NAME, [f["name"] for f in json.loads(body)])
+
+    def test_answers_in_request_order(self):
+        hello, fruits = get(PREON.port, "/hello")[2], get(PREON.port, "/fruits")[2]
+        order = ["/fruits", "/hello", "/fruits", "/hello", "/hello", "/fruits"]
+        self.assertEqual(pipelined(self.peer.port, order), [fruits if p == "/fruits" else hello for p in order])
+
+    def test_pool_holds_pool_size(self):
+        deadline = time.monotonic() + 15
+        while backends() != 3 and time.monotonic() < deadline:  # HikariCP fills its pool in the background
+            time.sleep(0.1)
+        self.assertEqual(backends(), 3)
+        errors = []
+
+        def hammer():
+            for _ in range(10):
+                if get(self.peer.port, "/fruits")[0] != 200:
+                    errors.append("not 200")
+        threads = [threading.Thread(target=hammer) for _ in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(backends(), 3)
+
+    def test_database_error_is_5xx(self):
+        # database "postgres" has no table fruits: the query fails, /hello still answers
+        peer = Peer(self.NAME, url_as("postgres", database="postgres"))
+        try:
+            peer.start()
+            status, _, body = get(peer.port, "/fruits")
+            self.assertTrue(500 <= status < 600, (status, body))
+            self.assertIn(b"fruits", body)  # the database's message: relation "fruits" does not exist
+            self.assertEqual(get(peer.port, "/hello")[2], b"Hello")
+            self.assertEqual(peer.stop(), 0)
+        finally:
+            peer.cleanup()
+
+    def test_starts_without_database(self):
+        peer = Peer(self.NAME, url_as("postgres", port=free_port()))  # nothing listens there
+        try:
+            peer.start()
+            self.assertTrue(500 <= get(peer.port, "/fruits", timeout=30)[0] < 600)
+            self.assertEqual(peer.stop(), 0)
+        finally:
+            peer.cleanup()
+
+    def test_listen_and_sigterm_with_a_client_connected(self):
+        peer = Peer(self.NAME, url_as(ROLE), host="127.0.0.2").start()  # LISTEN: this address only
+        try:
+            with self.assertRaises(OSError):
+                get(peer.port, "/hello", timeout=2)
+            idle = http.client.HTTPConnection(peer.host, peer.port, timeout=10)
+            idle.request("GET", "/fruits")
+            self.assertEqual(idle.getresponse().read()[:1], b"[")  # a keep-alive connection left open
+            t0 = time.monotonic()
+            self.assertEqual(peer.stop(), 0, peer.output())
+            self.assertLess(time.monotonic() - t0, 15)
+            idle.close()
+            with self.assertRaises(OSError):
+                get(peer.port, "/hello", timeout=2, host=peer.host)
+        finally:
+            peer.cleanup()
+
+
+class GoPeer(PeerTests, unittest.TestCase):
+    NAME = "go"
+
+
+class JvmPeer(PeerTests, unittest.TestCase):
+    NAME = "jvm"
+
+
+PREON = None
+
+
+def setUpModule():
+    global PREON
+    require_env()
+    psql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '%s') THEN CREATE ROLE %s LOGIN; END IF; END $$;"
+         " GRANT SELECT ON fruits TO %s" % (ROLE, ROLE, ROLE))
+    psql("INSERT INTO fruits(name) VALUES ($q$%s$q$)" % ODD_NAME)
+    PREON = Preon().start()
+
+
+def tearDownModule():
+    try:
+        psql("DELETE FROM fruits WHERE name = $q$%s$q$" % ODD_NAME)
+        if PREON is not None:
+            PREON.stop()
+            PREON.cleanup()
+    finally:
+        psql("REVOKE ALL ON fruits FROM %s; DROP ROLE IF EXISTS %s" % (ROLE, ROLE))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
