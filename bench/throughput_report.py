@@ -83,7 +83,12 @@ class Table:
             if key != test:
                 continue
             r = self.ratio(test, other)
-            out.append("%s: %s" % (text, "–" if r is None else ("met" if r >= least else "missed (%.2f×)" % r)))
+            if r is None:
+                out.append("%s: –" % text)
+            elif r >= least:
+                out.append("%s: met" % text)
+            else:  # 0.9996× is "missed (0.9996×)", not "missed (1.00×)"
+                out.append("%s: missed (%s×)" % (text, "%.2f" % r if round(r, 2) < least else "%.4f" % r))
         return "; ".join(out)
 
     def limits(self, test):

@@ -148,6 +148,9 @@ class ThroughputReportTest(unittest.TestCase):
                       "(preon at 0.92×) | ≥ 0.9× bare responder: met |", md)
         # a test without figures says why: not measured, so neither met nor missed
         self.assertIn("| /json (c64) | – | – | – |  | ≥ 1.0× TFB h2o: – |", md)
+        plain["json"] = {"preon": dict(plain["db"]["preon"], rps=99960), "tfb-h2o": dict(plain["db"]["preon"], rps=1e5)}
+        self.assertIn("| /json (c64) | 100.0k | 100.0k | 1.00× |  | ≥ 1.0× TFB h2o: missed (0.9996×) |",
+                      throughput_report.render(results))
         # the pg_stat_statements table: its own medians, /fruits' /hello from the plain run
         self.assertIn("## Database rows with pg_stat_statements loaded (9 statements tracked)", md)
         self.assertIn("| /db (c64) | 36.0k | 20.0k | 1.80× | pgbench, 16 per Sync: – queries/s |", md)
