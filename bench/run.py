@@ -128,7 +128,9 @@ def runtime_closure(binary):
 class Runner:
     def __init__(self, args, targets):
         self.args, self.targets = args, targets
-        self.p = QUICK if args.quick else FULL
+        self.p = dict(QUICK if args.quick else FULL)
+        if getattr(args, "limit_seconds", None):
+            self.p["limit_s"] = args.limit_seconds
         self.results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "quick": args.quick,
                         "params": self.p, "targets": [t.name for t in targets], "scenarios": {}}
         self.started = time.monotonic()
@@ -468,6 +470,7 @@ def main():
     ap.add_argument("--target", action="append", default=[], help="preon, or name=…,start='…',url=…,db-path=…")
     ap.add_argument("--scenario", default=",".join(SCENARIOS), help="comma-separated, from: " + ", ".join(SCENARIOS))
     ap.add_argument("--quick", action="store_true", help="every scenario in seconds")
+    ap.add_argument("--limit-seconds", type=int, help="length of each limits load (default: the post's 60 s)")
     ap.add_argument("--limits", help='caps for limits and matrix instead of the published ones, e.g. "mem=32m,cpus=1;mem=64m"')
     ap.add_argument("--out", default=None)
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
