@@ -10,6 +10,7 @@ container uses --network host and is reached on 127.0.0.1 only. Prints the image
 Environment: PREON_REPO, PREON_TEST_PGDIR (as the integration tests); needs root and docker.io."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -126,14 +127,18 @@ class DockerImageTest(unittest.TestCase):
         cls.daemon.ensure()
         subprocess.run([os.path.join(REPO, "tests", "image", "base_images.sh")], check=True)
         before = dangling()
+        # ours to remove once untagged: the images the builds below replace and the ones they print (" ---> id")
+        ours = {docker("image", "inspect", "-f", "{{.Id}}", i, check=False).stdout.strip() for i in (IMAGE, SLIM)}
         cls.build_s = {}
         for kind, extra in (("cold", ["--no-cache"]), ("warm", [])):
             t0 = time.monotonic()
-            docker("build", "--network", "host", *extra, "-t", IMAGE, REPO, timeout=1500)
+            out = docker("build", "--network", "host", *extra, "-t", IMAGE, REPO, timeout=1500).stdout
             cls.build_s[kind] = time.monotonic() - t0
+            ours |= set(re.findall(r"---> ([0-9a-f]{12})\b", out))
         docker("build", "--network", "host", "--target", "slim", "-t", SLIM, REPO)
-        for image in dangling() - before:  # what the cold build replaced; nobody else's
-            docker("rmi", image, check=False)
+        for image in dangling() - before:
+            if image in ours or image.split(":")[-1][:12] in ours:
+                docker("rmi", image, check=False)
         cls.sizes = {name: image_size(name) for name in (IMAGE, SLIM, "debian:bookworm-slim")}
         cls.table = json.loads(psql("SELECT json_agg(json_build_object('id', id, 'name', name) ORDER BY id) FROM fruits"))
         print("image %s (FROM scratch): %d bytes; %s: %d bytes, %d above debian:bookworm-slim (%d bytes)" % (
@@ -192,6 +197,23 @@ class DockerImageTest(unittest.TestCase):
             self.check_serves(c)
         finally:
             c.remove()
+
+    def test_bench_image_target(self):
+        """bench/run.py with the image as a target: caps as Docker flags, docker stats memory, image size."""
+        with tempfile.TemporaryDirectory(prefix="preon-bench-image-") as out:
+            subprocess.run([sys.executable, os.path.join(REPO, "bench", "run.py"), "--quick", "--out", out,
+                            "--scenario", "startup,footprint,limits,matrix", "--limits", "mem=16m,cpus=1",
+                            "--target", "name=img,image=" + IMAGE], check=True, stdout=subprocess.DEVNULL, timeout=600)
+            sc = json.load(open(os.path.join(out, "results.json")))["scenarios"]
+        start, foot = sc["startup"]["img"], sc["footprint"]["img"]
+        self.assertTrue(0 < start["exec_hello_ms"] <= start["hello_ms"] <= start["db_ms"], start)
+        self.assertEqual(foot["image_bytes"], self.sizes[IMAGE])
+        self.assertGreater(foot["idle_mem_bytes"], 100000, foot)
+        limits, matrix = sc["limits"]["img"]["memory 16 MiB, cpus 1"], sc["matrix"]["img"]["memory 16 MiB, cpus 1"]
+        self.assertEqual(limits["result"], "ok", limits)
+        self.assertTrue(limits["rps"] > 100 and limits["non2xx"] == 0 and 100000 < limits["mem_bytes"] < 16 << 20, limits)
+        self.assertEqual(matrix["result"], "ok", matrix)
+        self.assertTrue(matrix["failed"] == 0 and matrix["warm"]["rps"] > 100 and matrix["load_mem_bytes"] > 100000, matrix)
 
     def test_stop_drains_requests_in_flight(self):
         c = Container(IMAGE, "--read-only")
