@@ -148,10 +148,12 @@ def cgroup_mem_bytes(cg):
     for d in cg.dirs:
         for usage_f, stat_key in (("memory.usage_in_bytes", "total_inactive_file"), ("memory.current", "inactive_file")):
             try:
-                usage = int(open(os.path.join(d, usage_f)).read())
+                with open(os.path.join(d, usage_f)) as f:
+                    usage = int(f.read())
+                with open(os.path.join(d, "memory.stat")) as f:
+                    stat = dict(line.split() for line in f)
             except OSError:
                 continue
-            stat = dict(line.split() for line in open(os.path.join(d, "memory.stat")))
             return usage - int(stat.get(stat_key, 0))
     return None
 

@@ -186,6 +186,9 @@ class DockerImageTest(unittest.TestCase):
                 self.assertGreater(r["requests"], 1000, r)
                 self.assertEqual(r["non2xx"], 0, r)
                 self.assertEqual(r["socket_errors"], 0, r)
+            # one event loop for --cpus 1 (the quota read at the cgroup v1 hierarchy's root inside the container)
+            threads = set(re.findall(r"db (t\d+)#\d+: connected", c.logs()))
+            self.assertEqual(threads, {"t0"}, c.logs())
             self.assertEqual(inspect(c.id, "{{.State.OOMKilled}}"), "false")
             self.assertEqual(inspect(c.id, "{{.State.Running}}"), "true", c.logs())
         finally:
@@ -204,7 +207,8 @@ class DockerImageTest(unittest.TestCase):
             subprocess.run([sys.executable, os.path.join(REPO, "bench", "run.py"), "--quick", "--out", out,
                             "--scenario", "startup,footprint,limits,matrix", "--limits", "mem=16m,cpus=1",
                             "--target", "name=img,image=" + IMAGE], check=True, stdout=subprocess.DEVNULL, timeout=600)
-            sc = json.load(open(os.path.join(out, "results.json")))["scenarios"]
+            with open(os.path.join(out, "results.json")) as f:
+                sc = json.load(f)["scenarios"]
         start, foot = sc["startup"]["img"], sc["footprint"]["img"]
         self.assertTrue(0 < start["exec_hello_ms"] <= start["hello_ms"] <= start["db_ms"], start)
         self.assertEqual(foot["image_bytes"], self.sizes[IMAGE])
