@@ -1,39 +1,69 @@
 # SPDX-License-Identifier: MIT
-# preon's container image: a Debian 12 build stage, and a bookworm-slim runtime stage holding the binary, its
-# runtime packages (config/runtime-packages.txt, the same list tests/image/runtime_image.sh checks), config/
-# and sql/. Configure it with PREON_* variables, e.g. PREON_DATABASE_URL=postgresql://user:pw@db:5432/preon.
+# preon's container image: a Debian 12 build stage, then a runtime stage FROM scratch holding only the stripped
+# binary, exactly the shared libraries `ldd` lists for it (with the loader), CA certificates, a passwd entry for
+# uid 10001, config/ and sql/. Configure it with PREON_* variables, e.g.
+# PREON_DATABASE_URL=postgresql://user:pw@db:5432/preon.
 #
 #   docker build -t preon .
 #   docker run --rm -p 8080:8080 -e PREON_DATABASE_URL=postgresql://postgres@db/preon preon
+#   docker build --target slim -t preon:slim .    # the same on debian:bookworm-slim (apt, a shell, dpkg data)
+#
+# tests/image/test_docker_image.py builds both, checks the default one and prints both sizes (README, "Image").
 
 FROM debian:bookworm AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends cmake make gcc libc6-dev pkg-config \
+ && apt-get install -y --no-install-recommends cmake make gcc libc6-dev pkg-config ca-certificates \
         libh2o-evloop-dev libpq-dev libjansson-dev libyaml-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY include ./include
 COPY src ./src
-COPY tests ./tests
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPREON_TESTS=OFF \
  && cmake --build build -j"$(nproc)" \
  && strip build/preon
+# The scratch runtime's root: the binary, every library ldd resolves (dereferenced, at the path the loader
+# searches) and the loader itself, CA certificates for TLS to the database, and users for uid 10001 (libpq looks
+# its user name up when the URL names none).
+RUN mkdir -p /rootfs/usr/local/bin /rootfs/etc/ssl/certs /rootfs/opt/preon \
+ && cp build/preon /rootfs/usr/local/bin/preon \
+ && for lib in $(ldd build/preon | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do \
+        cp --parents -L "$lib" /rootfs/; done \
+ && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
+ && cp /etc/nsswitch.conf /rootfs/etc/ \
+ && printf 'root:x:0:0:root:/root:/usr/sbin/nologin\npreon:x:10001:10001:preon:/opt/preon:/usr/sbin/nologin\n' >/rootfs/etc/passwd \
+ && printf 'root:x:0:\npreon:x:10001:\n' >/rootfs/etc/group
 
-FROM debian:bookworm-slim AS runtime
+# The same service on debian:bookworm-slim, for those who want apt, a shell and dpkg's package data in the image.
+# Caches and lists are removed in the install's own layer: a base image without Debian's docker-clean apt hook
+# would otherwise keep ~80 MB of /var/cache/apt/*.bin.
+FROM debian:bookworm-slim AS slim
 COPY config/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update \
  && grep -v '^#' /tmp/runtime-packages.txt | xargs apt-get install -y --no-install-recommends \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log /tmp/runtime-packages.txt \
  && useradd --uid 10001 --no-create-home --home-dir /opt/preon --shell /usr/sbin/nologin preon
 COPY --from=build /src/build/preon /usr/local/bin/preon
 COPY config /opt/preon/config
 COPY sql /opt/preon/sql
 WORKDIR /opt/preon
-USER preon
+USER 10001
 ENV PREON_SERVER_LISTEN=0.0.0.0 PREON_SERVER_PORT=8080
 EXPOSE 8080
-# No curl in the slim image: preon probes itself.
+HEALTHCHECK --interval=10s --timeout=2s --start-period=5s --retries=3 CMD ["/usr/local/bin/preon", "--probe", "/health/live"]
+ENTRYPOINT ["/usr/local/bin/preon"]
+CMD ["--config", "/opt/preon/config/preon.yaml"]
+
+FROM scratch AS runtime
+COPY --from=build /rootfs/ /
+COPY config /opt/preon/config
+COPY sql /opt/preon/sql
+WORKDIR /opt/preon
+USER 10001
+ENV PREON_SERVER_LISTEN=0.0.0.0 PREON_SERVER_PORT=8080
+EXPOSE 8080
+# No shell and no curl in the image: preon probes itself.
 HEALTHCHECK --interval=10s --timeout=2s --start-period=5s --retries=3 CMD ["/usr/local/bin/preon", "--probe", "/health/live"]
 ENTRYPOINT ["/usr/local/bin/preon"]
 CMD ["--config", "/opt/preon/config/preon.yaml"]

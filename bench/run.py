@@ -8,14 +8,20 @@ charts. One command:
   bench/run.py --scenario hello,db --target preon \\
       --target "name=quarkus-native,start='./app-runner',url=http://127.0.0.1:8081,db-path=/fruits"
       (binary=PATH names the file whose size and libraries the footprint reports, when start is a script)
+  bench/run.py --scenario limits,matrix --target preon --target "name=preon-image,image=preon:latest" \
+      --limits "mem=32m,cpus=1;mem=64m"        (optional: other caps than the published ones)
 
 Scenarios: hello (wrk -t10 -c50 -d60s /hello), hello-latency (wrk -c50 -d20s --latency), db (ab -n 10000 -c 100
 on the DB path, cold then warm), startup (exec → first 200 on /hello and on the DB path, median of several
-starts), footprint (binary, runtime closure, idle and peak RSS, threads, CPU seconds per 10k requests), limits
-(the hello load under memory caps 32/64/128/256 MiB and CPU quotas 0.5/1/2, through cgroups), c10k (10,000
-concurrent keep-alive connections on the DB path). A target is preon (built here, on a private PostgreSQL) or
-a start command and a base URL; a start command gets PGHOST/PGPORT/PGDATABASE/PGUSER of the same private
-PostgreSQL. Targets take turns in each scenario (A B, then B A), on loopback only, every run bounded in time.
+starts), footprint (binary, runtime closure, image size, idle and peak RSS, threads, CPU seconds per 10k
+requests), limits (post 001's Docker table: 1 CPU and -m 8/16/32/64/128/256 MiB, the post's wrk -t10 -c50 on
+/hello, memory as docker stats shows it, exited or OOM-killed), matrix (post 002: 100 MB/0.5 CPU, 200 MB/1 CPU,
+300 MB/2 CPU, each with boot time, idle CPU % and RAM, ab -n 10000 -c 100 on the DB path cold and warm, RAM under
+load, failed requests), c10k (10,000 concurrent keep-alive connections on the DB path). Caps apply through a
+cgroup of its own to a process target, through docker run -m/--cpus to an image target. A target is preon (built
+here, on a private PostgreSQL), a start command and a base URL, or an image (run with docker run --network host;
+startup is then docker run → first 200 and the container's exec → first 200). A start command or an image gets
+PGHOST/PGPORT/PGDATABASE/PGUSER of the same private PostgreSQL, an image also PREON_* and PORT. Targets take turns in each scenario (A B, then B A), on loopback only, every run bounded in time.
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
 import argparse
@@ -29,16 +35,20 @@ import time
 
 from benchlib import (HERE, REPO, Cgroup, Target, ab, build_preon, free_port, log, preon_env, private_postgres, save,
                       wrk)
+from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
+import published_docker
 
-SCENARIOS = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "c10k"]
-FULL = {"hello_s": 60, "latency_s": 20, "ab_n": 10000, "starts": 5, "limit_s": 30, "c10k_conns": 10000, "c10k_s": 30,
-        "memory": [32, 64, 128, 256], "cpus": [0.5, 1, 2]}
+SCENARIOS = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "matrix", "c10k"]
+FULL = {"hello_s": 60, "latency_s": 20, "ab_n": 10000, "starts": 5, "limit_s": 60, "c10k_conns": 10000, "c10k_s": 30,
+        "limits": "mem=8m,cpus=1;mem=16m,cpus=1;mem=32m,cpus=1;mem=64m,cpus=1;mem=128m,cpus=1;mem=256m,cpus=1",
+        "matrix": "mem=100m,cpus=0.5;mem=200m,cpus=1;mem=300m,cpus=2", "idle_s": 10}
 QUICK = {"hello_s": 2, "latency_s": 2, "ab_n": 2000, "starts": 2, "limit_s": 2, "c10k_conns": 1000, "c10k_s": 3,
-         "memory": [32, 64], "cpus": [0.5, 1]}
+         "limits": "mem=16m,cpus=1;mem=64m,cpus=1", "matrix": "mem=100m,cpus=0.5;mem=200m,cpus=1", "idle_s": 1}
 
 
 def parse_target(spec):
-    """"name=x,start='cmd args',url=http://…,db-path=/fruits" → dict. "preon" alone means preon itself."""
+    """"name=x,start='cmd args',url=http://…,db-path=/fruits" or "name=x,image=repo:tag[,url=…]" → dict. "preon"
+    alone means preon itself."""
     if spec == "preon":
         return {"name": "preon", "preon": True}
     lexer = shlex.shlex(spec, posix=True)
@@ -47,10 +57,10 @@ def parse_target(spec):
     out = {"db-path": "/fruits"}
     for item in lexer:
         key, sep, value = item.partition("=")
-        if not sep or key not in ("name", "start", "url", "db-path", "binary"):
-            raise ValueError("bad target field %r (expected name=, start=, url=, db-path=, binary=)" % item)
+        if not sep or key not in ("name", "start", "url", "db-path", "binary", "image"):
+            raise ValueError("bad target field %r (expected name=, start=, url=, db-path=, binary=, image=)" % item)
         out[key] = value
-    for key in ("name", "start", "url"):
+    for key in ("name", "image") if "image" in out else ("name", "start", "url"):
         if not out.get(key):
             raise ValueError("target %r lacks %s=" % (spec, key))
     return out
@@ -60,7 +70,12 @@ def make_target(t, preon_bin, pgport):
     if t.get("preon"):
         port = free_port()
         return Target("preon", [preon_bin], preon_env(pgport, port), port, binary=preon_bin)
-    env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
+    pg = dict(PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
+    if t.get("image"):
+        port = free_port()
+        env = dict({k: v for k, v in preon_env(pgport, port).items() if k.startswith("PREON_")}, PORT=str(port), **pg)
+        return ImageTarget(t["name"], t["image"], env, port, db_path=t["db-path"], url=(t.get("url") or "").rstrip("/"))
+    env = dict(os.environ, **pg)
     first = shlex.split(t["start"])[0]
     binary = t.get("binary") or (first if os.path.isfile(first) else None)
     return Target(t["name"], ["sh", "-c", t["start"]], env, db_path=t["db-path"], binary=binary, url=t["url"].rstrip("/"))
@@ -78,7 +93,10 @@ def rss_kb(pid, field="VmRSS"):
 
 
 def main_pid(t):
-    """The service's own process: the start command's shell may have exec'd it, or started it as its child."""
+    """The service's own process: the start command's shell may have exec'd it, or started it as its child; a
+    container's first process."""
+    if isinstance(t, ImageTarget):
+        return t.pid()
     pid = t.proc.pid
     try:
         children = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
@@ -110,7 +128,9 @@ def runtime_closure(binary):
 class Runner:
     def __init__(self, args, targets):
         self.args, self.targets = args, targets
-        self.p = QUICK if args.quick else FULL
+        self.p = dict(QUICK if args.quick else FULL)
+        if getattr(args, "limit_seconds", None):
+            self.p["limit_s"] = args.limit_seconds
         self.results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "quick": args.quick,
                         "params": self.p, "targets": [t.name for t in targets], "scenarios": {}}
         self.started = time.monotonic()
@@ -159,12 +179,16 @@ class Runner:
 
     def s_startup(self, i):
         def run(t):
-            times = []
+            times, execs = [], []
             for _ in range(self.p["starts"]):
                 t.stop()
                 times.append(t.start())
-            return {"hello_ms": statistics.median(x[0] for x in times) * 1000,
-                    "db_ms": statistics.median(x[1] for x in times) * 1000}
+                execs.append(getattr(t, "exec_first_200", None))
+            out = {"hello_ms": statistics.median(x[0] for x in times) * 1000,
+                   "db_ms": statistics.median(x[1] for x in times) * 1000}
+            if None not in execs:  # a container: hello_ms is docker run → first 200, this the process's own start
+                out["exec_hello_ms"] = statistics.median(execs) * 1000
+            return out
         self.each("startup", i, run, 2 * self.p["starts"])
 
     def s_footprint(self, i):
@@ -177,40 +201,100 @@ class Runner:
             if t.binary:
                 out["binary_bytes"] = os.path.getsize(t.binary)
                 out["closure_bytes"] = runtime_closure(t.binary)
+            if isinstance(t, ImageTarget):
+                out["image_bytes"] = t.image_bytes()
+                out["idle_mem_bytes"] = t.mem_bytes()
             c0 = cpu_s(pid)
             h = wrk(t.url + "/hello", 50, self.p["latency_s"])
             out["peak_rss_hello_kb"] = rss_kb(pid, "VmHWM")
             d = wrk(t.url + t.db_path, 50, self.p["latency_s"])
             out["peak_rss_db_kb"] = rss_kb(pid, "VmHWM")
+            if isinstance(t, ImageTarget):
+                out["mem_after_load_bytes"] = t.mem_bytes()
             n = h["requests"] + d["requests"]
             out["cpu_s_per_10k"] = (cpu_s(pid) - c0) / n * 10000 if n else None
             return out
         self.each("footprint", i, run, 2 * self.p["latency_s"] + 3)
 
+    def caps(self, scenario):
+        return parse_limits(self.args.limits or self.p[scenario])
+
+    def under_limits(self, t, row, fn):
+        """Starts t under one row of caps (docker run flags for an image, a cgroup of its own for a process), runs
+        fn(limited, mem, start_times) and returns its dict with "result": ok, OOM-killed, exited (code) or failed
+        to start. mem() is the charge as docker stats shows it."""
+        cg = None
+        if isinstance(t, ImageTarget):
+            limited = t.limited(row["mem_mib"], row["cpus"])
+            mem = limited.mem_bytes
+        else:
+            cg = Cgroup("preon-bench-%d-%s" % (os.getpid(), limit_label(row).replace(" ", "").replace(",", "-")
+                                               .replace(".", "_")), row["mem_mib"], row["cpus"])
+            limited = Target(t.name, cg.wrap(t.argv), t.env, db_path=t.db_path, url=t.url)
+            mem = lambda: cgroup_mem_bytes(cg)  # noqa: E731
+        out, alive = {"result": "ok"}, None
+        try:
+            times = limited.start()
+        except RuntimeError as e:
+            out["result"] = "failed to start: %s" % e
+        else:
+            try:
+                out.update(fn(limited, mem, times))
+                alive = limited.alive()
+            except Exception as e:  # noqa: BLE001 - the row says what happened
+                out["result"] = "failed: %s" % e
+        if cg is None:
+            limited.stop()  # records the exit code and Docker's OOMKilled
+            ex = limited.exit or {}
+            if ex.get("oom_killed"):
+                out["result"] = "OOM-killed"
+            elif alive is False:
+                out["result"] = "exited (%s)" % ex.get("exit_code")
+        else:
+            code = limited.proc.poll() if limited.proc else None
+            limited.stop()
+            cg.remove()
+            if alive is False:
+                out["result"] = "OOM-killed" if code == -9 else "exited (%s)" % code
+        return out
+
     def s_limits(self, i):
         def run(t):
-            rows = {}
             t.stop()
-            for label, mem, cpus in [("memory %d MiB" % m, m, None) for m in self.p["memory"]] + \
-                                    [("cpus %g" % c, None, c) for c in self.p["cpus"]]:
-                cg = Cgroup("preon-bench-%d-%s" % (os.getpid(), label.replace(" ", "").replace(".", "_")), mem, cpus)
-                limited = Target(t.name, cg.wrap(t.argv), t.env, db_path=t.db_path, url=t.url)
-                row = {"rps": None, "rss_kb": None, "result": "ok"}
-                try:
-                    limited.start()
-                    row["rps"] = wrk(limited.url + "/hello", 50, self.p["limit_s"])["rps"]
-                    if limited.alive():
-                        row["rss_kb"] = rss_kb(main_pid(limited), "VmHWM")
-                    else:
-                        row["result"] = "OOM" if limited.proc.returncode == -9 else "failed"
-                except Exception as e:  # noqa: BLE001 - the row says what happened
-                    row["result"] = "failed: %s" % e
-                finally:
-                    limited.stop()
-                    cg.remove()
-                rows[label] = row
+            rows = {}
+            for row in self.caps("limits"):
+                def load(limited, mem, _times):
+                    pid = main_pid(limited)
+                    with PeakSampler(mem) as peak:
+                        r = wrk(limited.url + "/hello", 50, self.p["limit_s"], threads=10)
+                    return {"rps": r["rps"], "non2xx": r["non2xx"], "socket_errors": r["socket_errors"],
+                            "rss_kb": rss_kb(pid, "VmHWM"), "mem_bytes": peak.peak}
+                rows[limit_label(row)] = self.under_limits(t, row, load)
             return rows
-        self.each("limits", i, run, (len(self.p["memory"]) + len(self.p["cpus"])) * (self.p["limit_s"] + 1))
+        self.each("limits", i, run, len(self.caps("limits")) * (self.p["limit_s"] + 3))
+
+    def s_matrix(self, i):
+        def run(t):
+            t.stop()
+            rows = {}
+            for row in self.caps("matrix"):
+                def measure(limited, mem, times):
+                    pid = main_pid(limited)
+                    c0 = cpu_s(pid)
+                    time.sleep(self.p["idle_s"])
+                    out = {"boot_ms": times[1] * 1000, "idle_cpu_pct": (cpu_s(pid) - c0) / self.p["idle_s"] * 100,
+                           "idle_mem_bytes": mem(), "idle_rss_kb": rss_kb(pid)}
+                    with PeakSampler(mem) as peak:
+                        out["cold"] = ab(limited.url + limited.db_path, self.p["ab_n"], 100)
+                        out["warm"] = ab(limited.url + limited.db_path, self.p["ab_n"], 100)
+                    out["load_mem_bytes"] = peak.peak
+                    out["peak_rss_kb"] = rss_kb(pid, "VmHWM")
+                    out["failed"] = sum(out[p]["failed"] + out[p]["non2xx"] + self.p["ab_n"] - out[p]["complete"]
+                                        for p in ("cold", "warm"))
+                    return out
+                rows[limit_label(row)] = self.under_limits(t, row, measure)
+            return rows
+        self.each("matrix", i, run, len(self.caps("matrix")) * (self.p["idle_s"] + 20))
 
     def s_c10k(self, i):
         n = self.p["c10k_conns"]
@@ -227,6 +311,14 @@ class Runner:
 
 def fmt(v, f="%.0f"):
     return "-" if v is None else f % v
+
+
+def mib(v):
+    return None if v is None else v / 1048576
+
+
+def add(a, b):
+    return None if a is None or b is None else a + b
 
 
 def render(results):
@@ -274,30 +366,46 @@ def render(results):
                          ("%s failed requests" % phase, [get(s, n, phase, "failed") for n in names], "%d", False)]
             table("db (ab)", rows)
         elif s == "startup":
-            table("startup", [("exec → first 200 on /hello (ms)", [get(s, n, "hello_ms") for n in names], "%.1f", True),
-                              ("exec → first 200 on the DB path (ms)", [get(s, n, "db_ms") for n in names], "%.1f", True)])
+            table("startup", [("exec (docker run) → first 200 on /hello (ms)", [get(s, n, "hello_ms") for n in names], "%.1f", True),
+                              ("exec (docker run) → first 200 on the DB path (ms)", [get(s, n, "db_ms") for n in names], "%.1f", True),
+                              ("container: process exec → first 200 on /hello (ms)", [get(s, n, "exec_hello_ms") for n in names], "%.1f", True)])
         elif s == "footprint":
             table("footprint", [(label, [get(s, n, k) for n in names], f, True) for label, k, f in (
                 ("binary (bytes)", "binary_bytes", "%d"), ("runtime closure (bytes)", "closure_bytes", "%d"),
+                ("image (bytes)", "image_bytes", "%d"), ("docker stats memory, idle (bytes)", "idle_mem_bytes", "%d"),
+                ("docker stats memory, after the loads (bytes)", "mem_after_load_bytes", "%d"),
                 ("idle RSS (kB)", "idle_rss_kb", "%d"), ("peak RSS, hello load (kB)", "peak_rss_hello_kb", "%d"),
                 ("peak RSS, db load (kB)", "peak_rss_db_kb", "%d"), ("threads", "threads", "%d"),
                 ("CPU seconds per 10k requests", "cpu_s_per_10k", "%.3f"))])
-        elif s == "limits":
+        elif s in ("limits", "matrix"):
             labels = []
             for n in names:
                 for label in (sc[s].get(n) or {}):
-                    if label not in labels and label != "error" and label != "log_tail":
+                    if label not in labels and label not in ("error", "log_tail"):
                         labels.append(label)
             rows = []
             for label in labels:
-                rows.append(("%s: hello requests/s" % label, [get(s, n, label, "rps") for n in names], "%.0f", True))
-                rows.append(("%s: peak RSS (kB)" % label, [get(s, n, label, "rss_kb") for n in names], "%d", True))
-            table("limits", rows)
+                if s == "limits":
+                    rows += [("%s: /hello requests/s" % label, [get(s, n, label, "rps") for n in names], "%.0f", True),
+                             ("%s: memory, docker stats (MiB)" % label, [mib(get(s, n, label, "mem_bytes")) for n in names], "%.2f", True),
+                             ("%s: peak RSS (kB)" % label, [get(s, n, label, "rss_kb") for n in names], "%d", True),
+                             ("%s: non-2xx + socket errors" % label, [add(get(s, n, label, "non2xx"), get(s, n, label, "socket_errors")) for n in names], "%d", False)]
+                else:
+                    rows += [("%s: boot, start → first 200 on the DB path (ms)" % label, [get(s, n, label, "boot_ms") for n in names], "%.1f", True),
+                             ("%s: idle CPU %%" % label, [get(s, n, label, "idle_cpu_pct") for n in names], "%.2f", False),
+                             ("%s: idle RAM, docker stats (MiB)" % label, [mib(get(s, n, label, "idle_mem_bytes")) for n in names], "%.2f", True),
+                             ("%s: RAM under load, docker stats peak (MiB)" % label, [mib(get(s, n, label, "load_mem_bytes")) for n in names], "%.2f", True),
+                             ("%s: peak RSS (kB)" % label, [get(s, n, label, "peak_rss_kb") for n in names], "%d", True),
+                             ("%s: ab cold requests/s" % label, [get(s, n, label, "cold", "rps") for n in names], "%.0f", True),
+                             ("%s: ab warm requests/s" % label, [get(s, n, label, "warm", "rps") for n in names], "%.0f", True),
+                             ("%s: ab warm mean latency (ms)" % label, [get(s, n, label, "warm", "mean_ms") for n in names], "%.2f", True),
+                             ("%s: failed requests (cold + warm)" % label, [get(s, n, label, "failed") for n in names], "%d", False)]
+            table(s, rows)
             for n in names:
                 for label in labels:
                     r = get(s, n, label, "result")
-                    if r and r != "ok":
-                        out.append("- %s, %s: %s" % (n, label, r))
+                    out.append("- %s, %s: %s" % (n, label, r or "not run"))
+            out.extend(["", published_docker.render(s)])
         for n, e, tail in errors:
             out.append("- **%s: %s**" % (n, e))
             if tail.strip():
@@ -362,6 +470,8 @@ def main():
     ap.add_argument("--target", action="append", default=[], help="preon, or name=…,start='…',url=…,db-path=…")
     ap.add_argument("--scenario", default=",".join(SCENARIOS), help="comma-separated, from: " + ", ".join(SCENARIOS))
     ap.add_argument("--quick", action="store_true", help="every scenario in seconds")
+    ap.add_argument("--limit-seconds", type=int, help="length of each limits load (default: the post's 60 s)")
+    ap.add_argument("--limits", help='caps for limits and matrix instead of the published ones, e.g. "mem=32m,cpus=1;mem=64m"')
     ap.add_argument("--out", default=None)
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
     args = ap.parse_args()
@@ -377,8 +487,15 @@ def main():
     for s in scenarios:
         if s not in SCENARIOS:
             ap.error("unknown scenario %r" % s)
-    if "limits" in scenarios and os.geteuid() != 0:
-        ap.error("the limits scenario needs root (cgroups)")
+    if args.limits:
+        try:
+            parse_limits(args.limits)
+        except ValueError as e:
+            ap.error(str(e))
+    if ({"limits", "matrix"} & set(scenarios)) and any("image" not in t for t in specs) and os.geteuid() != 0:
+        ap.error("the limits and matrix scenarios need root for a process target (cgroups)")
+    if any("image" in t for t in specs) and docker_ready():
+        ap.error(docker_ready())
     preon_bin = build_preon()
     with private_postgres("synchronous_commit = off") as pgport:
         targets = [make_target(t, preon_bin, pgport) for t in specs]

@@ -1,7 +1,61 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "preon/json.h"
 #include "preon/sink.h"
+
+/*
+ * jansson allocates every value (and every object's hash table) with its own malloc. Inside a scope its blocks come
+ * from the request's memory pool instead, all given back at once with the request, and json_decref frees
+ * nothing there. A header in front of each block says where it came from, so a value made outside any scope is
+ * still freed by free(). The scope is per thread: every event loop is one thread.
+ */
+static __thread h2o_mem_pool_t *scope;
+
+typedef union {
+    unsigned char from_pool;
+    max_align_t align; /* keeps what follows aligned as malloc's blocks are */
+} header_t;
+
+static void *json_alloc(size_t size)
+{
+    header_t *h;
+    if (scope != NULL) {
+        /* h2o_mem_alloc_pool hands out unaligned bytes: ask for room to align */
+        uintptr_t raw = (uintptr_t)h2o_mem_alloc_pool(scope, sizeof(header_t) + size + alignof(max_align_t) - 1);
+        h = (header_t *)((raw + alignof(max_align_t) - 1) & ~(uintptr_t)(alignof(max_align_t) - 1));
+        h->from_pool = 1;
+    } else if ((h = malloc(sizeof(header_t) + size)) != NULL) {
+        h->from_pool = 0;
+    } else {
+        return NULL;
+    }
+    return h + 1;
+}
+
+static void json_free(void *p)
+{
+    if (p == NULL)
+        return;
+    header_t *h = (header_t *)p - 1;
+    if (!h->from_pool)
+        free(h);
+}
+
+void preon_json_init(void)
+{
+    json_set_alloc_funcs(json_alloc, json_free);
+}
+
+h2o_mem_pool_t *preon_json_scope(h2o_mem_pool_t *pool)
+{
+    h2o_mem_pool_t *prev = scope;
+    scope = pool;
+    return prev;
+}
 
 /* jansson's json_dumps mallocs; the response must live in the request's pool instead, so the output is
  * collected piece by piece into a pool-backed sink. */

@@ -53,11 +53,29 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     return preon_app_handle(preon_thread_of(req), req);
 }
 
+/* Opens FILE of the cgroup CG under the hierarchy mounted at DIR ("/sys/fs/cgroup" or "/sys/fs/cgroup/cpu").
+ * Inside a container without a cgroup namespace (Docker on cgroup v1), /proc/self/cgroup names the host's path
+ * (/docker/<id>) while the container sees its own cgroup mounted at the hierarchy's root: then the root's file. */
+static FILE *open_cgroup_file(const char *dir, const char *cg, const char *file)
+{
+    char path[768];
+    FILE *f = NULL;
+    if (strcmp(cg, "/") != 0) {
+        snprintf(path, sizeof(path), "%s%s/%s", dir, cg, file);
+        f = fopen(path, "r");
+    }
+    if (f == NULL) {
+        snprintf(path, sizeof(path), "%s/%s", dir, file);
+        f = fopen(path, "r");
+    }
+    return f;
+}
+
 /* Reads "quota period" CPU limits of the calling process's cgroup: v2 cpu.max, or v1 cpu.cfs_quota_us and
  * cpu.cfs_period_us. Returns the limit rounded up, or 0 for none. Start-up only (small synchronous reads). */
 static unsigned cgroup_cpu_limit(void)
 {
-    char line[512], path[768];
+    char line[512], dir[600];
     long quota = -1, period = 0;
     FILE *fp = fopen("/proc/self/cgroup", "r");
     if (fp == NULL)
@@ -71,21 +89,19 @@ static unsigned cgroup_cpu_limit(void)
         ctrl++;
         FILE *f;
         if (*ctrl == '\0') { /* v2 */
-            snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", strcmp(cg, "/") == 0 ? "" : cg);
-            if ((f = fopen(path, "r")) != NULL) {
+            if ((f = open_cgroup_file("/sys/fs/cgroup", cg, "cpu.max")) != NULL) {
                 if (fscanf(f, "%ld %ld", &quota, &period) != 2)
                     quota = -1;
                 fclose(f);
             }
         } else if (strcmp(ctrl, "cpu") == 0 || strcmp(ctrl, "cpu,cpuacct") == 0 || strcmp(ctrl, "cpuacct,cpu") == 0) {
-            snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s/cpu.cfs_quota_us", ctrl, strcmp(cg, "/") == 0 ? "" : cg);
-            if ((f = fopen(path, "r")) != NULL) {
+            snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", ctrl);
+            if ((f = open_cgroup_file(dir, cg, "cpu.cfs_quota_us")) != NULL) {
                 if (fscanf(f, "%ld", &quota) != 1)
                     quota = -1;
                 fclose(f);
             }
-            snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s/cpu.cfs_period_us", ctrl, strcmp(cg, "/") == 0 ? "" : cg);
-            if ((f = fopen(path, "r")) != NULL) {
+            if ((f = open_cgroup_file(dir, cg, "cpu.cfs_period_us")) != NULL) {
                 if (fscanf(f, "%ld", &period) != 1)
                     period = 0;
                 fclose(f);

@@ -6,59 +6,79 @@
 #include "preon/params.h"
 #include "preon/reply.h"
 
-/* What a fruits query leaves for on_done: the JSON built from its rows (owned; freed by dispose), and for
- * writes, how many rows the statement touched. */
+/* What a fruits query leaves for on_done: the JSON answer, already serialized into the request's pool (the
+ * values are built there too, and dropped as soon as they are written out), the row's id for a Location header,
+ * and for writes how many rows the statement touched. Nothing here needs freeing. */
 typedef struct {
-    json_t *body;
+    h2o_iovec_t body; /* {NULL, 0}: no row */
+    long long id;
     long affected;
 } fruits_data_t;
 
 /* Builds the JSON object of result row `row` (id, name); NULL if the name is not valid UTF-8. */
-static json_t *fruit_of(const preon_db_result_t *res, int row)
+static json_t *fruit_of(const preon_db_result_t *res, int row, long long *id)
 {
     size_t idlen, namelen;
-    const char *id = preon_db_result_value(res, row, 0, &idlen);
+    const char *idtext = preon_db_result_value(res, row, 0, &idlen);
     const char *name = preon_db_result_value(res, row, 1, &namelen);
-    return preon_json_fruit(strtoll(id, NULL, 10), name != NULL ? name : "", namelen);
+    *id = strtoll(idtext, NULL, 10);
+    return preon_json_fruit(*id, name != NULL ? name : "", namelen);
 }
 
 static void on_done(preon_dbreq_t *r, h2o_req_t *req)
 {
     fruits_data_t *d = preon_dbreq_data(r);
-    if (d->body == NULL)
+    if (d->body.base == NULL)
         preon_reply_error(req, 404, "no fruit with that id");
     else
-        preon_reply_json(req, 200, d->body);
+        preon_reply_text(req, 200, H2O_STRLIT("application/json"), d->body.base, d->body.len);
 }
 
-static void dispose(preon_dbreq_t *r)
+/* Serializes `value` (taking it) into the request's pool as the answer; on_result runs only while the request is
+ * open. */
+static void keep(preon_dbreq_t *r, json_t *value)
 {
     fruits_data_t *d = preon_dbreq_data(r);
-    json_decref(d->body);
+    d->body = preon_json_dump(value, &preon_dbreq_req(r)->pool);
+    json_decref(value);
+    if (d->body.base == NULL)
+        preon_dbreq_fail(r, 500, "response could not be encoded");
 }
 
 static void on_list(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 {
-    fruits_data_t *d = preon_dbreq_data(r);
     int rows = preon_db_result_rows(res);
+    long long id;
     (void)index;
-    d->body = json_array();
+    h2o_mem_pool_t *prev = preon_json_scope(&preon_dbreq_req(r)->pool);
+    json_t *list = json_array();
     for (int i = 0; i < rows; i++) {
-        json_t *f = fruit_of(res, i);
+        json_t *f = fruit_of(res, i, &id);
         if (f == NULL) {
+            json_decref(list);
             preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
+            preon_json_scope(prev);
             return;
         }
-        json_array_append_new(d->body, f);
+        json_array_append_new(list, f);
     }
+    keep(r, list);
+    preon_json_scope(prev);
 }
 
 static void on_one(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 {
     fruits_data_t *d = preon_dbreq_data(r);
     (void)index;
-    if (preon_db_result_rows(res) != 0 && (d->body = fruit_of(res, 0)) == NULL)
+    if (preon_db_result_rows(res) == 0)
+        return;
+    h2o_mem_pool_t *prev = preon_json_scope(&preon_dbreq_req(r)->pool);
+    json_t *f = fruit_of(res, 0, &d->id);
+    if (f == NULL)
         preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
+    else
+        keep(r, f);
+    preon_json_scope(prev);
 }
 
 /* Parses the {id} segment; answers 400 itself and returns 0 when it is not a positive 32-bit integer. */
@@ -76,8 +96,8 @@ static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
     return 1;
 }
 
-static const preon_dbreq_ops_t list_ops = {on_list, on_done, dispose};
-static const preon_dbreq_ops_t one_ops = {on_one, on_done, dispose};
+static const preon_dbreq_ops_t list_ops = {on_list, on_done, NULL};
+static const preon_dbreq_ops_t one_ops = {on_one, on_done, NULL};
 
 /* GET /fruits: every row, ordered by id. */
 int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
@@ -116,9 +136,9 @@ static void on_created(preon_dbreq_t *r, h2o_req_t *req)
 {
     fruits_data_t *d = preon_dbreq_data(r);
     char location[64];
-    int n = snprintf(location, sizeof(location), "/fruits/%lld", json_integer_value(json_object_get(d->body, "id")));
+    int n = snprintf(location, sizeof(location), "/fruits/%lld", d->id);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LOCATION, NULL, h2o_strdup(&req->pool, location, n).base, n);
-    preon_reply_json(req, 201, d->body);
+    preon_reply_text(req, 201, H2O_STRLIT("application/json"), d->body.base, d->body.len);
 }
 
 static void on_deleted(preon_dbreq_t *r, h2o_req_t *req)
@@ -130,9 +150,9 @@ static void on_deleted(preon_dbreq_t *r, h2o_req_t *req)
         preon_reply_empty(req, 204);
 }
 
-static const preon_dbreq_ops_t create_ops = {on_written, on_created, dispose};
-static const preon_dbreq_ops_t update_ops = {on_written, on_done, dispose};
-static const preon_dbreq_ops_t delete_ops = {on_written, on_deleted, dispose};
+static const preon_dbreq_ops_t create_ops = {on_written, on_created, NULL};
+static const preon_dbreq_ops_t update_ops = {on_written, on_done, NULL};
+static const preon_dbreq_ops_t delete_ops = {on_written, on_deleted, NULL};
 
 /* Checks Content-Type and body; answers 415/400 itself and returns NULL, or returns the parsed document. */
 static json_t *read_body(h2o_req_t *req, const char **name, size_t *name_len)

@@ -36,10 +36,12 @@ int preon_tfb_plaintext(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
 int preon_tfb_json(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
 {
     (void)thr, (void)param;
+    h2o_mem_pool_t *prev = preon_json_scope(&req->pool);
     json_t *o = json_object();
     json_object_set_new(o, "message", json_string("Hello, World!"));
     preon_reply_json(req, 200, o);
     json_decref(o);
+    preon_json_scope(prev);
     return 0;
 }
 
@@ -64,6 +66,7 @@ static void on_world(preon_dbreq_t *r, size_t index, const preon_db_result_t *re
 
 static void reply_worlds(h2o_req_t *req, const worlds_t *w)
 {
+    h2o_mem_pool_t *prev = preon_json_scope(&req->pool);
     json_t *body;
     if (w->single) {
         body = preon_json_world(w->id[0], w->number[0]);
@@ -74,6 +77,7 @@ static void reply_worlds(h2o_req_t *req, const worlds_t *w)
     }
     preon_reply_json(req, 200, body);
     json_decref(body);
+    preon_json_scope(prev);
 }
 
 static void on_worlds_done(preon_dbreq_t *r, h2o_req_t *req)
@@ -185,6 +189,7 @@ int preon_tfb_updates(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
 static void reply_cached(preon_thread_t *thr, h2o_req_t *req)
 {
     int n = count_param(req, "count");
+    h2o_mem_pool_t *prev = preon_json_scope(&req->pool);
     json_t *body = json_array();
     for (int i = 0; i < n; i++) {
         uint32_t id = preon_rand_range(&thr->rand, PREON_WORLD_ROWS);
@@ -192,6 +197,7 @@ static void reply_cached(preon_thread_t *thr, h2o_req_t *req)
     }
     preon_reply_json(req, 200, body);
     json_decref(body);
+    preon_json_scope(prev);
 }
 
 static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)

@@ -25,7 +25,11 @@ for s in scenarios:
         "startup": lambda v: 0 < v["hello_ms"] <= v["db_ms"] < 10000,
         "footprint": lambda v: v["binary_bytes"] > 10000 and v["closure_bytes"] > v["binary_bytes"] and v["idle_rss_kb"] > 1000
         and v["peak_rss_db_kb"] >= v["idle_rss_kb"] and v["threads"] >= 2 and v["cpu_s_per_10k"] > 0,
-        "limits": lambda v: all(r["result"] == "ok" and r["rps"] > 100 and r["rss_kb"] > 1000 for r in v.values()),
+        "limits": lambda v: all(r["result"] == "ok" and r["rps"] > 100 and r["rss_kb"] > 1000 and r["mem_bytes"] > 100000
+                                and r["non2xx"] == 0 for r in v.values()),
+        "matrix": lambda v: all(r["result"] == "ok" and 0 < r["boot_ms"] < 10000 and r["idle_cpu_pct"] >= 0
+                                and 0 < r["idle_mem_bytes"] <= r["load_mem_bytes"] and r["warm"]["rps"] > 100
+                                and r["failed"] == 0 for r in v.values()),
         "c10k": lambda v: v["rps"] > 100 and v["p95"] is not None and v["p95"] > 0,
     }
     if not checks[s](v):

@@ -91,6 +91,40 @@ static void test_error_body(void **state)
     h2o_mem_clear_pool(&pool);
 }
 
+/* In a scope, values come from the request's pool (none of them is malloc'd: the pool grows), serialize to the same
+ * bytes, and json_decref leaves them to the pool; a value made outside the scope is still freed by free() when it is
+ * dropped inside one (LeakSanitizer and valgrind would see it lost otherwise). */
+static void test_pool_scope(void **state)
+{
+    (void)state;
+    h2o_mem_pool_t pool, out_pool;
+    h2o_mem_init_pool(&pool);
+    h2o_mem_init_pool(&out_pool);
+    json_t *outside = preon_json_fruit(7, "Lime", 4);
+    assert_null(pool.chunks);
+    h2o_mem_pool_t *prev = preon_json_scope(&pool);
+    json_t *list = json_array();
+    for (int i = 0; i < 200; i++)
+        json_array_append_new(list, preon_json_world(i, 10000 - i));
+    assert_non_null(pool.chunks); /* the values took the pool's memory */
+    json_decref(outside);
+    assert_ptr_equal(preon_json_scope(prev), &pool);
+    h2o_iovec_t out = preon_json_dump(list, &out_pool);
+    assert_int_equal(out.len, 6092); /* [{"id":0,"randomNumber":10000},...,{"id":199,"randomNumber":9801}] */
+    const char *head = "[{\"id\":0,\"randomNumber\":10000},{\"id\":1,";
+    assert_memory_equal(out.base, head, strlen(head));
+    json_decref(list); /* outside the scope now: still nothing freed by free() */
+    h2o_mem_clear_pool(&pool);
+    h2o_mem_clear_pool(&out_pool);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    preon_json_init(); /* before any other jansson call: every test below runs on preon's allocator */
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -100,6 +134,7 @@ int main(void)
         cmocka_unit_test(test_embedded_nul_and_invalid_utf8),
         cmocka_unit_test(test_array_and_large_output),
         cmocka_unit_test(test_error_body),
+        cmocka_unit_test(test_pool_scope),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, NULL);
 }
