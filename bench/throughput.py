@@ -227,7 +227,10 @@ def main():
     variants = ["plain"] + (["pgss"] if "pgss" in (args.variant or []) else [])
 
     members = make_members(args)
+    commit = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
+                            text=True).stdout.strip()
     results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "command": " ".join(sys.argv),
+               "preon_commit": commit or None,
                "args": vars(args), "postgres": PG_CONF, "loadavg_start": os.getloadavg(),
                "status": {m.name: m.status for m in members}, "variants": {}}
     log("targets: %s" % ", ".join("%s (%s)" % (m.name, m.status) for m in members))

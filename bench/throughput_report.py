@@ -141,9 +141,11 @@ def render(results):
              "Measured %s on %d CPUs (load average %.1f at the start, %.1f at the end). `%s`" % (
                  results["date"], results["cpus"], results["loadavg_start"][0], results["loadavg_end"][0],
                  results["command"]), "",
-             "wrk -t2, %d s per run (c1 runs %d s), %d round(s) with the order of the targets rotated, medians of "
-             "answers that were not errors per second; one private PostgreSQL 15 on 127.0.0.1 (%s). Targets: %s." % (
-                 a["duration"], a["c1_duration"], a["rounds"], results["postgres"], status), ""]
+             "preon at %s (database.sync: %s); wrk -t2, %d s per run (c1 runs %d s), %d round(s) with the order of "
+             "the targets rotated, medians of answers that were not errors per second; one private PostgreSQL 15 on "
+             "127.0.0.1 (%s). Targets: %s." % (
+                 results.get("preon_commit") or "?", a.get("sync") or "as configured", a["duration"],
+                 a["c1_duration"], a["rounds"], results["postgres"], status), ""]
     plain = Table(results, "plain")
     lines += plain.main_rows(TESTS)
     if "pgss" in results["variants"]:
