@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <string.h>
 #include <unistd.h>
 #include "preon/app.h"
@@ -72,20 +73,23 @@ static unsigned status_index(int status)
     return STATUS_OTHER;
 }
 
-void preon_observe(preon_thread_t *thr, h2o_req_t *req, unsigned route, unsigned method, int status, uint64_t start_ns)
+void preon_observe_request(preon_thread_t *thr, h2o_req_t *req)
 {
     preon_http_metrics_t *m = &thr->http;
-    uint64_t ns = preon_now_ns() - start_ns;
+    int status = req->res.status != 0 ? req->res.status : 499;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    int64_t us = (int64_t)(now.tv_sec - req->timestamps.request_begin_at.tv_sec) * 1000000 +
+                 (now.tv_usec - req->timestamps.request_begin_at.tv_usec);
+    uint64_t ns = us > 0 ? (uint64_t)us * 1000 : 0;
     if (thr->cfg->metrics.enabled) {
+        unsigned route = preon_app_route_of(thr->cfg, req), method = preon_method_index(req->method.base, req->method.len);
         preon_counter_add(&m->requests[(route * PREON_METHODS + method) * PREON_STATUSES + status_index(status)], 1);
         preon_hist_observe(&m->duration[route], ns);
     }
     if (thr->cfg->log.access) {
-        h2o_iovec_t path = req != NULL ? req->path : h2o_iovec_init(H2O_STRLIT("-"));
-        size_t bytes = req != NULL && req->res.content_length != SIZE_MAX ? req->res.content_length : 0;
-        const char *mname = method_names[method];
-        preon_log_access(req != NULL ? req->method.base : mname, req != NULL ? req->method.len : strlen(mname), path.base, path.len,
-                         status, bytes, ns / 1000, thr->index);
+        size_t bytes = req->res.content_length != SIZE_MAX ? req->res.content_length : req->bytes_sent;
+        preon_log_access(req->method.base, req->method.len, req->path.base, req->path.len, status, bytes, ns / 1000, thr->index);
     }
 }
 

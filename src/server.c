@@ -50,7 +50,15 @@ int preon_server_draining(void)
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     (void)self;
-    return preon_app_handle(preon_thread_of(req), req);
+    preon_app_handle(preon_thread_of(req), req);
+    return 0;
+}
+
+/* h2o calls each path's loggers once per request, from h2o_dispose_request: the one place a request is counted. */
+static void on_log_access(h2o_logger_t *self, h2o_req_t *req)
+{
+    (void)self;
+    preon_observe_request(preon_thread_of(req), req);
 }
 
 /* Opens FILE of the cgroup CG under the hierarchy mounted at DIR ("/sys/fs/cgroup" or "/sys/fs/cgroup/cpu").
@@ -332,6 +340,8 @@ static void setup_globalconf(const preon_config_t *cfg)
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     root_handler_t *h = (root_handler_t *)h2o_create_handler(path, sizeof(*h));
     h->super.on_req = on_req;
+    h2o_logger_t *logger = h2o_create_logger(path, sizeof(*logger));
+    logger->log_access = on_log_access;
 }
 
 /* Like Go's runtime: lift the soft limit on open files to the hard one, so that server.max_connections rather

@@ -38,8 +38,11 @@ void preon_app_dispose(void);
 /** Frees what a thread's handlers kept (the World cache). Call on that thread, after its loop ends. */
 void preon_app_thread_dispose(preon_thread_t *thr);
 
-/** Routes `req` and answers it (404/405 itself, else through the route's handler). Returns 0. */
-int preon_app_handle(preon_thread_t *thr, h2o_req_t *req);
+/** Routes `req` and answers it (404/405/414 itself, else through the route's handler), now or later. */
+void preon_app_handle(preon_thread_t *thr, h2o_req_t *req);
+
+/** The route id `req` takes (an index into preon_routes, or preon_nroutes + PREON_ROUTE_*), for the counters. */
+unsigned preon_app_route_of(const preon_config_t *cfg, h2o_req_t *req);
 
 /** Handlers. */
 int preon_hello_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
@@ -97,8 +100,8 @@ h2o_req_t *preon_dbreq_req(preon_dbreq_t *r);
 /** Sets query `i`: statement, flags (PREON_DB_WRITE) and text parameters, which are copied. */
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params);
 
-/** For a dbreq that continues another's work (a second step): it inherits the request's route, start time and
- * deadline (server.request_timeout_ms counts from the first step). Call from `prev`'s on_done. */
+/** For a dbreq that continues another's work (a second step): it inherits the request's deadline
+ * (server.request_timeout_ms counts from the first step). Call from `prev`'s on_done. */
 void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev);
 
 /** Sends the queries. If they cannot be queued, answers the request (503) and frees the dbreq at once. */

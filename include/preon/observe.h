@@ -26,11 +26,12 @@ void preon_http_metrics_dispose(preon_http_metrics_t *m);
 void preon_observe_init(void);
 
 /**
- * Counts one answered request (route id, method index from preon_method_index, HTTP status, start time from
- * preon_now_ns) on the calling thread and writes its access line if log.access is on. `req` may be NULL when
- * the client went away (status 499). Owner thread only.
+ * Counts one request on the calling thread (its route, method, status, and time since h2o began it) and writes its
+ * access line if log.access is on. Called once per request, by h2o's logger as it disposes of the request, whatever
+ * answered it: a handler, a database callback, a timeout; status 499 when nothing did (the client went away).
+ * Owner thread only.
  */
-void preon_observe(preon_thread_t *thr, h2o_req_t *req, unsigned route, unsigned method, int status, uint64_t start_ns);
+void preon_observe_request(preon_thread_t *thr, h2o_req_t *req);
 
 /** Index of a method for the counters (PREON_METHODS - 1 for any other). */
 unsigned preon_method_index(const char *method, size_t len);

@@ -40,11 +40,7 @@ typedef struct st_preon_thread_t {
     int32_t *world_cache;          /* randomNumber by id for /cached-queries, filled on first use; NULL until then */
     preon_http_metrics_t http;     /* written by this thread, read by scrapes on any thread */
     h2o_timeout_t request_timeout; /* server.request_timeout_ms, for requests waiting on the database */
-    struct {
-        unsigned route, method;
-        uint64_t start_ns;
-    } cur;                    /* the request being dispatched, for handlers that answer later */
-    uint64_t last_request_ns; /* when the last request was dispatched, to let a drain settle */
+    uint64_t last_request_ns;      /* when the last request was dispatched, to let a drain settle */
 } preon_thread_t;
 
 /** The thread that owns `req`. */

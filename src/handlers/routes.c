@@ -44,54 +44,68 @@ void preon_app_thread_dispose(preon_thread_t *thr)
     thr->world_cache = NULL;
 }
 
-int preon_app_handle(preon_thread_t *thr, h2o_req_t *req)
+/* Which route `req` takes: an index into preon_routes (with `m` filled), or preon_nroutes + PREON_ROUTE_*.
+ * `*status` is 0 for a route, else the status it is refused with (414, 404, 405). */
+static unsigned classify(const preon_config_t *cfg, h2o_req_t *req, preon_match_t *m, int *status)
 {
-    const preon_config_t *cfg = thr->cfg;
     h2o_iovec_t path = req->path_normalized;
+    *status = 0;
+    /* h2o itself lets a request line grow to about 400 KiB; nothing here needs more than a few hundred */
+    if (req->path.len > (size_t)cfg->server.max_uri_bytes) {
+        *status = 414;
+        return (unsigned)preon_nroutes + PREON_ROUTE_UNMATCHED;
+    }
+    if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path)))
+        return (unsigned)preon_nroutes + PREON_ROUTE_LIVE;
+    if (h2o_memis(path.base, path.len, cfg->health.ready_path, strlen(cfg->health.ready_path)))
+        return (unsigned)preon_nroutes + PREON_ROUTE_READY;
+    if (cfg->metrics.enabled && h2o_memis(path.base, path.len, cfg->metrics.path, strlen(cfg->metrics.path)))
+        return (unsigned)preon_nroutes + PREON_ROUTE_METRICS;
+    if ((*status = preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, m)) == 0)
+        return (unsigned)(m->route - preon_routes);
+    return (unsigned)preon_nroutes + PREON_ROUTE_UNMATCHED;
+}
+
+unsigned preon_app_route_of(const preon_config_t *cfg, h2o_req_t *req)
+{
     preon_match_t m;
-    unsigned route;
+    int status;
+    return classify(cfg, req, &m, &status);
+}
+
+void preon_app_handle(preon_thread_t *thr, h2o_req_t *req)
+{
+    preon_match_t m;
+    int status;
     /* During a drain the connection closes after this answer, so that clients move to another instance. */
     if (thr->draining)
         req->http1_is_persistent = 0;
-    thr->last_request_ns = thr->cur.start_ns = preon_now_ns();
-    thr->cur.method = preon_method_index(req->method.base, req->method.len);
-
-    if (req->path.len > (size_t)cfg->server.max_uri_bytes) {
-        /* h2o itself lets a request line grow to about 400 KiB; nothing here needs more than a few hundred */
-        route = preon_nroutes + PREON_ROUTE_UNMATCHED;
-        preon_reply_error(req, 414, "URI too long");
-    } else if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path))) {
-        route = preon_nroutes + PREON_ROUTE_LIVE;
-        preon_health_live_reply(thr, req);
-    } else if (h2o_memis(path.base, path.len, cfg->health.ready_path, strlen(cfg->health.ready_path))) {
-        route = preon_nroutes + PREON_ROUTE_READY;
-        preon_health_ready_reply(thr, req);
-    } else if (cfg->metrics.enabled && h2o_memis(path.base, path.len, cfg->metrics.path, strlen(cfg->metrics.path))) {
-        route = preon_nroutes + PREON_ROUTE_METRICS;
-        preon_metrics_reply(thr, req);
-    } else {
-        switch (preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, &m)) {
-        case 0:
-            route = (unsigned)(m.route - preon_routes);
-            thr->cur.route = route;
+    thr->last_request_ns = preon_now_ns();
+    unsigned route = classify(thr->cfg, req, &m, &status);
+    switch (status) {
+    case 0:
+        if (route < preon_nroutes)
             m.route->handler(thr, req, m.param);
-            break;
-        case 405: {
-            char allow[64];
-            size_t n = preon_router_allow(m.allow, allow, sizeof(allow));
-            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, h2o_strdup(&req->pool, allow, n).base, n);
-            route = preon_nroutes + PREON_ROUTE_UNMATCHED;
-            preon_reply_error(req, 405, "method not allowed");
-            break;
-        }
-        default:
-            route = preon_nroutes + PREON_ROUTE_UNMATCHED;
-            preon_reply_error(req, 404, "no such resource");
-            break;
-        }
+        else if (route == preon_nroutes + PREON_ROUTE_LIVE)
+            preon_health_live_reply(thr, req);
+        else if (route == preon_nroutes + PREON_ROUTE_READY)
+            preon_health_ready_reply(thr, req);
+        else
+            preon_metrics_reply(thr, req);
+        break;
+    case 414:
+        preon_reply_error(req, 414, "URI too long");
+        break;
+    case 405: {
+        char allow[64];
+        size_t n = preon_router_allow(m.allow, allow, sizeof(allow));
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, h2o_strdup(&req->pool, allow, n).base, n);
+        preon_reply_error(req, 405, "method not allowed");
+        break;
     }
-    /* Answered already: count it now. A request waiting for the database is counted when it is answered. */
-    if (req->res.status != 0)
-        preon_observe(thr, req, route, thr->cur.method, req->res.status, thr->cur.start_ns);
-    return 0;
+    default:
+        preon_reply_error(req, 404, "no such resource");
+        break;
+    }
+    /* Counted (and access-logged) once, whatever answered it and when: by the logger, when h2o disposes of it. */
 }
