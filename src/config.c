@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <yaml.h>
+#include "preon/alloc.h"
 #include "preon/config.h"
 #include "preon/conninfo.h"
 #include "preon/errors.h"
@@ -97,9 +98,7 @@ static int set_value(preon_config_t *cfg, const entry_t *e, const char *value, c
     case T_STRING: {
         char **f = string_field(cfg, e);
         free(*f);
-        *f = strdup(value);
-        if (*f == NULL)
-            abort();
+        *f = preon_strdup(value);
         return 0;
     }
     case T_ENUM:
@@ -310,8 +309,8 @@ int preon_config_load_file(preon_config_t *cfg, const char *path, char *err, siz
     char *text = NULL;
     size_t len = 0, cap = 0, n;
     do {
-        if (cap - len < 4096 && (text = realloc(text, cap = cap * 2 + 4096)) == NULL)
-            abort();
+        if (cap - len < 4096)
+            text = preon_realloc(text, cap = cap * 2 + 4096);
         n = fread(text + len, 1, cap - len, fp);
         len += n;
     } while (n != 0);

@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#include "preon/alloc.h"
 #include "preon/log.h"
 
 preon_log_level_t preon_log_level = PREON_LOG_INFO;
@@ -140,9 +141,7 @@ void preon_log_attach(void)
 {
     if (!writer_running || my_ring != NULL)
         return;
-    ring_t *r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        abort();
+    ring_t *r = preon_calloc(1, sizeof(*r));
     pthread_mutex_lock(&rings_mutex);
     for (int i = 0; i < MAX_RINGS; i++) {
         if (rings[i] == NULL) {

@@ -6,6 +6,7 @@
 #include <sys/time.h>
 #include <string.h>
 #include <unistd.h>
+#include "preon/alloc.h"
 #include "preon/app.h"
 #include "preon/json.h"
 #include "preon/log.h"
@@ -43,10 +44,8 @@ void preon_http_metrics_init(preon_http_metrics_t *m)
 {
     memset(m, 0, sizeof(*m));
     m->nroutes = nroutes_total();
-    m->requests = calloc(m->nroutes * PREON_METHODS * PREON_STATUSES, sizeof(uint64_t));
-    m->duration = calloc(m->nroutes, sizeof(preon_hist_t));
-    if (m->requests == NULL || m->duration == NULL)
-        abort();
+    m->requests = preon_calloc(m->nroutes * PREON_METHODS * PREON_STATUSES, sizeof(uint64_t));
+    m->duration = preon_calloc(m->nroutes, sizeof(preon_hist_t));
 }
 
 void preon_http_metrics_dispose(preon_http_metrics_t *m)

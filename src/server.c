@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "preon/alloc.h"
 #include "preon/app.h"
 #include "preon/errors.h"
 #include "preon/log.h"
@@ -362,9 +363,7 @@ static unsigned long long raise_fd_limit(void)
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
 {
     nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : usable_cpus();
-    threads = calloc(nthreads, sizeof(*threads));
-    if (threads == NULL)
-        abort();
+    threads = preon_calloc(nthreads, sizeof(*threads));
     signal(SIGPIPE, SIG_IGN);
     /* Connections stop short of the open files limit, leaving room for the loops, listeners, database
      * connections and logs: over it they are refused (accepted and closed) rather than left in the backlog. */

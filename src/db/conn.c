@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "preon/alloc.h"
 #include "db/internal.h"
 #include "preon/errors.h"
 #include "preon/log.h"
@@ -38,11 +39,9 @@ void preon_db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, unsigned inde
     c->unsent_tail = &c->unsent_head;
     c->done_tail = &c->done_head;
     c->backoff_ms = pool->cfg->database.reconnect_min_ms;
-    c->prepared = calloc(pool->nstmts ? pool->nstmts : 1, 1);
+    c->prepared = preon_calloc(pool->nstmts ? pool->nstmts : 1, 1);
     c->ring_cap = 64;
-    c->ring = malloc(c->ring_cap * sizeof(*c->ring));
-    if (c->prepared == NULL || c->ring == NULL)
-        abort();
+    c->ring = preon_malloc(c->ring_cap * sizeof(*c->ring));
 }
 
 static void close_socket(preon_db_conn_t *c)
@@ -121,9 +120,7 @@ static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_
 {
     if (c->ring_count == c->ring_cap) {
         /* Grow and unwrap: the ring is at most a few thousand entries (database.max_queued bounds it). */
-        entry_t *nr = malloc(c->ring_cap * 2 * sizeof(*nr));
-        if (nr == NULL)
-            abort();
+        entry_t *nr = preon_malloc(c->ring_cap * 2 * sizeof(*nr));
         for (size_t i = 0; i < c->ring_count; i++)
             nr[i] = c->ring[(c->ring_head + i) % c->ring_cap];
         free(c->ring);
@@ -227,9 +224,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     /* Detach everything before the callbacks run: they may submit new queries, which must not land here. */
     entry_t *ring = c->ring;
     size_t head = c->ring_head, count = c->ring_count, cap = c->ring_cap;
-    c->ring = malloc(cap * sizeof(*c->ring));
-    if (c->ring == NULL)
-        abort();
+    c->ring = preon_malloc(cap * sizeof(*c->ring));
     c->ring_head = c->ring_count = 0;
     c->sends_in_flight = 0;
     preon_db_query_t *unsent = c->unsent_head, *done = c->done_head;

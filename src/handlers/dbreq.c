@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include <string.h>
+#include "preon/alloc.h"
 #include "preon/app.h"
 #include "preon/errors.h"
 #include "preon/reply.h"
@@ -19,7 +20,8 @@ typedef struct {
     preon_db_query_t q; /* first: the db callbacks get &slot->q */
     preon_dbreq_t *owner;
     size_t index;
-    char *params; /* one malloc holding the parameters' text */
+    char *params;  /* the parameters' text when it does not fit in `text` (one malloc); else NULL */
+    char text[24]; /* short parameters (ids, numbers: /queries=500 needs no malloc for them) */
 } slot_t;
 
 struct st_preon_dbreq_t {
@@ -44,9 +46,7 @@ static void on_guard_dispose(void *_guard)
 
 preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, const preon_dbreq_ops_t *ops)
 {
-    preon_dbreq_t *r = calloc(1, sizeof(*r) + n * sizeof(slot_t) + datasize);
-    if (r == NULL)
-        abort();
+    preon_dbreq_t *r = preon_calloc(1, sizeof(*r) + n * sizeof(slot_t) + datasize);
     r->req = req;
     r->thr = preon_thread_of(req);
     r->ops = ops;
@@ -101,8 +101,8 @@ void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, 
     s->q.on_result = on_result;
     s->q.on_error = on_error;
     free(s->params);
-    s->params = total != 0 ? malloc(total) : NULL;
-    char *p = s->params;
+    s->params = total > sizeof(s->text) ? preon_malloc(total) : NULL;
+    char *p = s->params != NULL ? s->params : s->text;
     for (int k = 0; k < nparams && k < PREON_DB_MAX_PARAMS; k++) {
         size_t len = strlen(params[k]) + 1;
         memcpy(p, params[k], len);

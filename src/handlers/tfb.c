@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include <string.h>
+#include "preon/alloc.h"
 #include "preon/app.h"
 #include "preon/json.h"
 #include "preon/params.h"
@@ -207,9 +208,7 @@ static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result
     (void)index;
     if (thr->world_cache != NULL) /* another request filled it meanwhile */
         return;
-    int32_t *cache = calloc(PREON_WORLD_ROWS + 1, sizeof(*cache));
-    if (cache == NULL)
-        abort();
+    int32_t *cache = preon_calloc(PREON_WORLD_ROWS + 1, sizeof(*cache));
     for (int i = 0; i < rows; i++) {
         size_t len;
         long id = strtol(preon_db_result_value(res, i, 0, &len), NULL, 10);
