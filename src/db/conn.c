@@ -244,7 +244,9 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
             preon_db_pool_fail_query(c->pool, e->q, lost, why);
     }
     free(ring);
-    fail_list(c->pool, unsent, err == PREON_ESHUTDOWN ? err : PREON_ENOTCONN, why);
+    /* Never sent: the database did not see them. Behind a stuck query (held back by database.pipeline_depth) they
+     * waited on it as the others did, so they time out with it; otherwise they were simply not sent. */
+    fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, why);
 }
 
 static void flush(preon_db_conn_t *c)
