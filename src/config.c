@@ -30,7 +30,6 @@ typedef struct {
     const char *def;          /* default, in the same text form the file uses */
 } entry_t;
 
-static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const sync_modes[] = {"request", "batch", NULL};
 static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const booleans[] = {"false", "true", NULL};
@@ -58,7 +57,7 @@ static const entry_t entries[] = {
     {"database", "reconnect_max_ms", T_INT, OFF(database.reconnect_max_ms), 1, 3600000, NULL, "1000"},
     {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "batch"},
     {"database", "pipeline_depth", T_INT, OFF(database.pipeline_depth), 0, 1024, NULL, "2"},
-    {"log", "level", T_ENUM, OFF(log.level), 0, 0, log_levels, "info"},
+    {"log", "level", T_ENUM, OFF(log.level), 0, 0, preon_log_level_names, "info"},
     {"log", "format", T_ENUM, OFF(log.format), 0, 0, log_formats, "text"},
     {"log", "access", T_ENUM, OFF(log.access), 0, 0, booleans, "false"},
     {"health", "live_path", T_STRING, OFF(health.live_path), 0, 0, NULL, "/health/live"},

@@ -12,6 +12,7 @@
 #include "preon/log.h"
 #include "preon/observe.h"
 #include "preon/reply.h"
+#include "preon/router.h"
 #include "preon/sink.h"
 
 /*
@@ -21,7 +22,6 @@
  */
 static const int statuses[PREON_STATUSES] = {200, 201, 204, 400, 404, 405, 409, 413, 415, 499, 500, 502, 503, 504, 0, 0};
 #define STATUS_OTHER (PREON_STATUSES - 1)
-static const char *const method_names[PREON_METHODS] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "other"};
 
 static double start_time;
 static int statm_fd = -1;
@@ -54,14 +54,6 @@ void preon_http_metrics_dispose(preon_http_metrics_t *m)
     free(m->duration);
     m->requests = NULL;
     m->duration = NULL;
-}
-
-unsigned preon_method_index(const char *method, size_t len)
-{
-    for (unsigned i = 0; i < PREON_METHODS - 1; i++)
-        if (strlen(method_names[i]) == len && memcmp(method_names[i], method, len) == 0)
-            return i;
-    return PREON_METHODS - 1;
 }
 
 static unsigned status_index(int status)
@@ -134,7 +126,7 @@ static void put_hist(preon_sink_t *s, const char *name, const char *labels, cons
     uint64_t cumulative = 0;
     for (int i = 0; i < PREON_HIST_BUCKETS; i++) {
         cumulative += h->bucket[i];
-        put(s, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, labels[0] ? "," : "", preon_hist_bounds[i],
+        put(s, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, labels[0] ? "," : "", preon_hist_bounds_ns[i] / 1e9,
             (unsigned long long)cumulative);
     }
     put(s, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, labels[0] ? "," : "", (unsigned long long)h->count);
@@ -158,7 +150,7 @@ static void put_http(preon_sink_t *s, const preon_config_t *cfg, preon_thread_t 
                 char status[8];
                 snprintf(status, sizeof(status), "%d", statuses[st]);
                 put(s, "preon_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n", route_label(cfg, r),
-                    method_names[m], st == STATUS_OTHER ? "other" : status, (unsigned long long)n);
+                    preon_method_name(m), st == STATUS_OTHER ? "other" : status, (unsigned long long)n);
             }
         }
     }

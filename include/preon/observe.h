@@ -33,9 +33,6 @@ void preon_observe_init(void);
  */
 void preon_observe_request(preon_thread_t *thr, h2o_req_t *req);
 
-/** Index of a method for the counters (PREON_METHODS - 1 for any other). */
-unsigned preon_method_index(const char *method, size_t len);
-
 /** Answers the Prometheus scrape, summing every thread's counters. */
 void preon_metrics_reply(preon_thread_t *thr, h2o_req_t *req);
 

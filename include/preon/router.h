@@ -37,6 +37,12 @@ typedef struct st_preon_match_t {
 /** Returns the PREON_M_* bit of a method name, or 0 for a method preon does not know. */
 unsigned preon_method_bit(const char *method, size_t len);
 
+/** Index of a method for the counters: log2 of its PREON_M_* bit, or PREON_METHODS - 1 for any other. */
+unsigned preon_method_index(const char *method, size_t len);
+
+/** The name of a method index ("other" for PREON_METHODS - 1). */
+const char *preon_method_name(unsigned index);
+
 /**
  * Finds the route for (method, path) in `routes` (`n` entries, earlier ones win). `path` excludes the query
  * string. Fills `*m` and returns m->status. Pure: no allocation, callable from any thread.

@@ -44,6 +44,18 @@ void preon_app_thread_dispose(preon_thread_t *thr)
     thr->world_cache = NULL;
 }
 
+/* The health and metrics paths (PREON_ROUTE_LIVE, _READY, _METRICS), or PREON_ROUTE__EXTRA for none of them. */
+static unsigned builtin_route(const preon_config_t *cfg, h2o_iovec_t path)
+{
+    if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path)))
+        return PREON_ROUTE_LIVE;
+    if (h2o_memis(path.base, path.len, cfg->health.ready_path, strlen(cfg->health.ready_path)))
+        return PREON_ROUTE_READY;
+    if (cfg->metrics.enabled && h2o_memis(path.base, path.len, cfg->metrics.path, strlen(cfg->metrics.path)))
+        return PREON_ROUTE_METRICS;
+    return PREON_ROUTE__EXTRA;
+}
+
 /* Which route `req` takes: an index into preon_routes (with `m` filled), or preon_nroutes + PREON_ROUTE_*.
  * `*status` is 0 for a route, else the status it is refused with (414, 404, 405). */
 static unsigned classify(const preon_config_t *cfg, h2o_req_t *req, preon_match_t *m, int *status)
@@ -55,12 +67,15 @@ static unsigned classify(const preon_config_t *cfg, h2o_req_t *req, preon_match_
         *status = 414;
         return (unsigned)preon_nroutes + PREON_ROUTE_UNMATCHED;
     }
-    if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path)))
-        return (unsigned)preon_nroutes + PREON_ROUTE_LIVE;
-    if (h2o_memis(path.base, path.len, cfg->health.ready_path, strlen(cfg->health.ready_path)))
-        return (unsigned)preon_nroutes + PREON_ROUTE_READY;
-    if (cfg->metrics.enabled && h2o_memis(path.base, path.len, cfg->metrics.path, strlen(cfg->metrics.path)))
-        return (unsigned)preon_nroutes + PREON_ROUTE_METRICS;
+    unsigned builtin = builtin_route(cfg, path);
+    if (builtin != PREON_ROUTE__EXTRA) {
+        /* read-only resources: GET and HEAD, as every other GET route */
+        if ((preon_method_bit(req->method.base, req->method.len) & (PREON_M_GET | PREON_M_HEAD)) == 0) {
+            *status = 405;
+            m->allow = PREON_M_GET | PREON_M_HEAD;
+        }
+        return (unsigned)preon_nroutes + builtin;
+    }
     if ((*status = preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, m)) == 0)
         return (unsigned)(m->route - preon_routes);
     return (unsigned)preon_nroutes + PREON_ROUTE_UNMATCHED;
