@@ -269,31 +269,30 @@ static void put_process(preon_sink_t *s)
         (unsigned long long)preon_log_dropped());
 }
 
-void preon_metrics_reply(preon_thread_t *thr, h2o_req_t *req)
+void preon_metrics_reply(h2o_req_t *req)
 {
+    const preon_config_t *cfg = preon_thread_of(req)->cfg;
     unsigned nthreads;
     preon_thread_t *threads = preon_server_threads(&nthreads);
     preon_sink_t s;
     preon_sink_init(&s, &req->pool, 16384);
-    put_http(&s, thr->cfg, threads, nthreads);
+    put_http(&s, cfg, threads, nthreads);
     put_db(&s, threads, nthreads);
     put_process(&s);
     preon_reply_text(req, 200, H2O_STRLIT("text/plain; version=0.0.4; charset=utf-8"), s.buf, s.len);
 }
 
-void preon_health_live_reply(preon_thread_t *thr, h2o_req_t *req)
+void preon_health_live_reply(h2o_req_t *req)
 {
-    (void)thr;
     json_t *body = json_pack("{s:s}", "status", "UP");
     preon_reply_json(req, 200, body);
     json_decref(body);
 }
 
-void preon_health_ready_reply(preon_thread_t *thr, h2o_req_t *req)
+void preon_health_ready_reply(h2o_req_t *req)
 {
     unsigned nthreads, without = 0;
     preon_thread_t *threads = preon_server_threads(&nthreads);
-    (void)thr;
     for (unsigned t = 0; t < nthreads; t++) {
         preon_db_stats_t st;
         preon_db_pool_stats(threads[t].db, &st);

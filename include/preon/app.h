@@ -45,20 +45,20 @@ void preon_app_handle(preon_thread_t *thr, h2o_req_t *req);
 unsigned preon_app_route_of(const preon_config_t *cfg, h2o_req_t *req);
 
 /** Handlers. */
-int preon_hello_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_create(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_update(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_delete(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+void preon_hello_get(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_get(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_create(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_update(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_delete(h2o_req_t *req, h2o_iovec_t param);
 /* TechEmpower's test types */
-int preon_tfb_plaintext(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_json(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_db(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_updates(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_cached_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_fortunes(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_plaintext(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_json(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_db(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_queries(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_fortunes(h2o_req_t *req, h2o_iovec_t param);
 
 /** Rows in TFB's World table; ids and randomNumbers are uniform in 1..PREON_WORLD_ROWS. */
 #define PREON_WORLD_ROWS 10000

@@ -34,10 +34,10 @@ void preon_observe_init(void);
 void preon_observe_request(preon_thread_t *thr, h2o_req_t *req);
 
 /** Answers the Prometheus scrape, summing every thread's counters. */
-void preon_metrics_reply(preon_thread_t *thr, h2o_req_t *req);
+void preon_metrics_reply(h2o_req_t *req);
 
 /** Answers liveness (always UP while the loop answers) and readiness (database and drain checks). */
-void preon_health_live_reply(preon_thread_t *thr, h2o_req_t *req);
-void preon_health_ready_reply(preon_thread_t *thr, h2o_req_t *req);
+void preon_health_live_reply(h2o_req_t *req);
+void preon_health_ready_reply(h2o_req_t *req);
 
 #endif

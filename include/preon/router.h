@@ -13,13 +13,11 @@
 #define PREON_M_PATCH 0x20u
 #define PREON_M_OPTIONS 0x40u
 
-struct st_preon_thread_t;
-
 /**
- * A request handler. `param` is the path segment that matched the route's "{…}" (empty when it has none; it
- * points into the request). Returns 0; the handler answers the request, now or later from a callback.
+ * A request handler: it answers `req`, now or later from a callback (its thread is preon_thread_of(req)). `param` is
+ * the path segment that matched the route's "{…}" (empty when it has none; it points into the request).
  */
-typedef int (*preon_handler_fn)(struct st_preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+typedef void (*preon_handler_fn)(h2o_req_t *req, h2o_iovec_t param);
 
 typedef struct st_preon_route_t {
     const char *pattern; /* "/hello", or "/fruits/{id}": a trailing "{…}" matches one non-empty-or-empty segment */

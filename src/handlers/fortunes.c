@@ -98,9 +98,8 @@ static void on_done(preon_dbreq_t *r, h2o_req_t *req)
 
 static const preon_dbreq_ops_t ops = {on_rows, on_done, NULL};
 
-int preon_tfb_fortunes(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_fortunes(h2o_req_t *req, h2o_iovec_t param)
 {
-    (void)thr, (void)param;
+    (void)param;
     preon_dbreq_run_one(req, PREON_STMT_FORTUNES, 0, NULL, sizeof(fortunes_t), &ops);
-    return 0;
 }

@@ -100,13 +100,13 @@ void preon_app_handle(preon_thread_t *thr, h2o_req_t *req)
     switch (status) {
     case 0:
         if (route < preon_nroutes)
-            m.route->handler(thr, req, m.param);
+            m.route->handler(req, m.param);
         else if (route == preon_nroutes + PREON_ROUTE_LIVE)
-            preon_health_live_reply(thr, req);
+            preon_health_live_reply(req);
         else if (route == preon_nroutes + PREON_ROUTE_READY)
-            preon_health_ready_reply(thr, req);
+            preon_health_ready_reply(req);
         else
-            preon_metrics_reply(thr, req);
+            preon_metrics_reply(req);
         break;
     case 414:
         preon_reply_error(req, 414, "URI too long");

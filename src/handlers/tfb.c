@@ -27,23 +27,21 @@ static int count_param(h2o_req_t *req, const char *name)
     return preon_query_int_clamped(qs.base, qs.len, name, 1, MAX_QUERIES);
 }
 
-int preon_tfb_plaintext(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_plaintext(h2o_req_t *req, h2o_iovec_t param)
 {
-    (void)thr, (void)param;
+    (void)param;
     preon_reply_text(req, 200, H2O_STRLIT("text/plain"), H2O_STRLIT("Hello, World!"));
-    return 0;
 }
 
-int preon_tfb_json(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_json(h2o_req_t *req, h2o_iovec_t param)
 {
-    (void)thr, (void)param;
+    (void)param;
     h2o_mem_pool_t *prev = preon_json_scope(&req->pool);
     json_t *o = json_object();
     json_object_set_new(o, "message", json_string("Hello, World!"));
     preon_reply_json(req, 200, o);
     json_decref(o);
     preon_json_scope(prev);
-    return 0;
 }
 
 /* The rows of /db, /queries and /updates: ids chosen up front, numbers as read (then as written). */
@@ -105,18 +103,18 @@ static void read_worlds(preon_thread_t *thr, h2o_req_t *req, int n, int single, 
     preon_dbreq_run(r);
 }
 
-int preon_tfb_db(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_db(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_thread_t *thr = preon_thread_of(req);
     (void)param;
     read_worlds(thr, req, 1, 1, &worlds_ops);
-    return 0;
 }
 
-int preon_tfb_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_queries(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_thread_t *thr = preon_thread_of(req);
     (void)param;
     read_worlds(thr, req, count_param(req, "queries"), 0, &worlds_ops);
-    return 0;
 }
 
 /* /updates, second step: the write. Nothing to read from its result; the answer is what was written. */
@@ -179,11 +177,11 @@ static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
 
 static const preon_dbreq_ops_t update_ops = {on_world, on_read_for_update, NULL};
 
-int preon_tfb_updates(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_thread_t *thr = preon_thread_of(req);
     (void)param;
     read_worlds(thr, req, count_param(req, "queries"), 0, &update_ops);
-    return 0;
 }
 
 /* /cached-queries: rows from a per-thread copy of World, loaded from the database on the thread's first use. */
@@ -225,13 +223,13 @@ static void on_world_table_done(preon_dbreq_t *r, h2o_req_t *req)
 
 static const preon_dbreq_ops_t cache_ops = {on_world_table, on_world_table_done, NULL};
 
-int preon_tfb_cached_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_thread_t *thr = preon_thread_of(req);
     (void)param;
     if (thr->world_cache != NULL) {
         reply_cached(thr, req);
-        return 0;
+        return;
     }
     preon_dbreq_run_one(req, PREON_STMT_WORLD_ALL, 0, NULL, 0, &cache_ops);
-    return 0;
 }
