@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "preon/alloc.h"
 #include "preon/app.h"
+#include "preon/cpus.h"
 #include "preon/errors.h"
 #include "preon/log.h"
 #include "preon/observe.h"
@@ -60,77 +61,6 @@ static void on_log_access(h2o_logger_t *self, h2o_req_t *req)
 {
     (void)self;
     preon_observe_request(preon_thread_of(req), req);
-}
-
-/* Opens FILE of the cgroup CG under the hierarchy mounted at DIR ("/sys/fs/cgroup" or "/sys/fs/cgroup/cpu").
- * Inside a container without a cgroup namespace (Docker on cgroup v1), /proc/self/cgroup names the host's path
- * (/docker/<id>) while the container sees its own cgroup mounted at the hierarchy's root: then the root's file. */
-static FILE *open_cgroup_file(const char *dir, const char *cg, const char *file)
-{
-    char path[768];
-    FILE *f = NULL;
-    if (strcmp(cg, "/") != 0) {
-        snprintf(path, sizeof(path), "%s%s/%s", dir, cg, file);
-        f = fopen(path, "r");
-    }
-    if (f == NULL) {
-        snprintf(path, sizeof(path), "%s/%s", dir, file);
-        f = fopen(path, "r");
-    }
-    return f;
-}
-
-/* Reads "quota period" CPU limits of the calling process's cgroup: v2 cpu.max, or v1 cpu.cfs_quota_us and
- * cpu.cfs_period_us. Returns the limit rounded up, or 0 for none. Start-up only (small synchronous reads). */
-static unsigned cgroup_cpu_limit(void)
-{
-    char line[512], dir[600];
-    long quota = -1, period = 0;
-    FILE *fp = fopen("/proc/self/cgroup", "r");
-    if (fp == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), fp) != NULL && quota < 0) {
-        line[strcspn(line, "\n")] = '\0';
-        char *ctrl = strchr(line, ':'), *cg = ctrl != NULL ? strchr(ctrl + 1, ':') : NULL;
-        if (cg == NULL)
-            continue;
-        *cg++ = '\0';
-        ctrl++;
-        FILE *f;
-        if (*ctrl == '\0') { /* v2 */
-            if ((f = open_cgroup_file("/sys/fs/cgroup", cg, "cpu.max")) != NULL) {
-                if (fscanf(f, "%ld %ld", &quota, &period) != 2)
-                    quota = -1;
-                fclose(f);
-            }
-        } else if (strcmp(ctrl, "cpu") == 0 || strcmp(ctrl, "cpu,cpuacct") == 0 || strcmp(ctrl, "cpuacct,cpu") == 0) {
-            snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", ctrl);
-            if ((f = open_cgroup_file(dir, cg, "cpu.cfs_quota_us")) != NULL) {
-                if (fscanf(f, "%ld", &quota) != 1)
-                    quota = -1;
-                fclose(f);
-            }
-            if ((f = open_cgroup_file(dir, cg, "cpu.cfs_period_us")) != NULL) {
-                if (fscanf(f, "%ld", &period) != 1)
-                    period = 0;
-                fclose(f);
-            }
-        }
-    }
-    fclose(fp);
-    return quota > 0 && period > 0 ? (unsigned)((quota + period - 1) / period) : 0;
-}
-
-/* CPUs this process may use: its affinity mask, lowered by a cgroup CPU quota (docker --cpus) if any. */
-static unsigned usable_cpus(void)
-{
-    unsigned n = 1, q;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        n = (unsigned)CPU_COUNT(&set);
-    if ((q = cgroup_cpu_limit()) != 0 && q < n)
-        n = q;
-    return n < 1 ? 1 : n;
 }
 
 static int open_listener(const preon_config_t *cfg, char *err, size_t errlen)
@@ -362,7 +292,7 @@ static unsigned long long raise_fd_limit(void)
 
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
 {
-    nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : usable_cpus();
+    nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon_usable_cpus();
     threads = preon_calloc(nthreads, sizeof(*threads));
     signal(SIGPIPE, SIG_IGN);
     /* Connections stop short of the open files limit, leaving room for the loops, listeners, database
