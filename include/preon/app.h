@@ -4,8 +4,10 @@
 
 #include <h2o.h>
 #include "preon/db.h"
+#include "preon/rand.h"
 #include "preon/router.h"
 #include "preon/server.h"
+#include "preon/service.h"
 
 /* The service itself: its statements, its routes, and the handlers behind them (src/handlers/). */
 
@@ -29,20 +31,24 @@ extern const preon_db_statement_t preon_statements[PREON_STMT__COUNT];
 extern const preon_route_t preon_routes[];
 extern const size_t preon_nroutes;
 
-/** Compiles the templates; returns 0, or a negative code with the reason in `err`. Call once, before the threads. */
-int preon_app_init(char *err, size_t errlen);
+/** The service the server runs (routes.c): the routes above, the statements, the handlers below. */
+extern const preon_service_t preon_app;
 
-/** Frees what preon_app_init made. */
-void preon_app_dispose(void);
+/** What the handlers keep per thread (the service's thread state). */
+typedef struct st_preon_app_thread_t {
+    preon_rand_t rand;    /* ids and numbers for the TechEmpower endpoints */
+    int32_t *world_cache; /* randomNumber by id for /cached-queries, filled on first use; NULL until then */
+} preon_app_thread_t;
 
-/** Frees what a thread's handlers kept (the World cache). Call on that thread, after its loop ends. */
-void preon_app_thread_dispose(preon_thread_t *thr);
+/** The calling thread's handler state. */
+static inline preon_app_thread_t *preon_app_thread(h2o_req_t *req)
+{
+    return preon_thread_of(req)->app;
+}
 
-/** Routes `req` and answers it (404/405/414 itself, else through the route's handler), now or later. */
-void preon_app_handle(preon_thread_t *thr, h2o_req_t *req);
-
-/** The route id `req` takes (an index into preon_routes, or preon_nroutes + PREON_ROUTE_*), for the counters. */
-unsigned preon_app_route_of(const preon_config_t *cfg, h2o_req_t *req);
+/** /fortunes' template, compiled once (fortunes.c): 0, or -1 with the reason in `err`. Main thread, start-up. */
+int preon_fortunes_init(char *err, size_t errlen);
+void preon_fortunes_dispose(void);
 
 /** Handlers. */
 void preon_hello_get(h2o_req_t *req, h2o_iovec_t param);

@@ -16,7 +16,7 @@ extern const size_t preon_template_fortunes_len;
 
 static preon_template_t *fortunes_template;
 
-int preon_app_init(char *err, size_t errlen)
+int preon_fortunes_init(char *err, size_t errlen)
 {
     char why[128];
     fortunes_template = preon_template_compile(preon_template_fortunes, preon_template_fortunes_len, why, sizeof(why));
@@ -27,7 +27,7 @@ int preon_app_init(char *err, size_t errlen)
     return 0;
 }
 
-void preon_app_dispose(void)
+void preon_fortunes_dispose(void)
 {
     preon_template_destroy(fortunes_template);
     fortunes_template = NULL;

@@ -87,7 +87,7 @@ static void on_worlds_done(preon_dbreq_t *r, h2o_req_t *req)
 static const preon_dbreq_ops_t worlds_ops = {on_world, on_worlds_done, NULL};
 
 /* Queries n random World rows, each by its own statement, all in one pipeline write. */
-static void read_worlds(preon_thread_t *thr, h2o_req_t *req, int n, int single, const preon_dbreq_ops_t *ops)
+static void read_worlds(preon_app_thread_t *thr, h2o_req_t *req, int n, int single, const preon_dbreq_ops_t *ops)
 {
     preon_dbreq_t *r = preon_dbreq_create(req, (size_t)n, sizeof(worlds_t), ops);
     worlds_t *w = preon_dbreq_data(r);
@@ -105,14 +105,14 @@ static void read_worlds(preon_thread_t *thr, h2o_req_t *req, int n, int single, 
 
 void preon_tfb_db(h2o_req_t *req, h2o_iovec_t param)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_app_thread_t *thr = preon_app_thread(req);
     (void)param;
     read_worlds(thr, req, 1, 1, &worlds_ops);
 }
 
 void preon_tfb_queries(h2o_req_t *req, h2o_iovec_t param)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_app_thread_t *thr = preon_app_thread(req);
     (void)param;
     read_worlds(thr, req, count_param(req, "queries"), 0, &worlds_ops);
 }
@@ -144,7 +144,7 @@ static void int_array(char *buf, size_t cap, const int32_t *v, int n, int stride
 static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
 {
     worlds_t *w = preon_dbreq_data(r);
-    preon_thread_t *thr = preon_dbreq_thread(r);
+    preon_app_thread_t *thr = preon_dbreq_thread(r)->app;
     /* Pairs (id, number) sorted by id, duplicates folded: rows are locked in one global order, and an id drawn
      * twice gets one new number, the same in the database and in every place of the answer. */
     int32_t pairs[MAX_QUERIES][2];
@@ -179,13 +179,13 @@ static const preon_dbreq_ops_t update_ops = {on_world, on_read_for_update, NULL}
 
 void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_app_thread_t *thr = preon_app_thread(req);
     (void)param;
     read_worlds(thr, req, count_param(req, "queries"), 0, &update_ops);
 }
 
 /* /cached-queries: rows from a per-thread copy of World, loaded from the database on the thread's first use. */
-static void reply_cached(preon_thread_t *thr, h2o_req_t *req)
+static void reply_cached(preon_app_thread_t *thr, h2o_req_t *req)
 {
     int n = count_param(req, "count");
     h2o_mem_pool_t *prev = preon_json_scope(&req->pool);
@@ -201,7 +201,7 @@ static void reply_cached(preon_thread_t *thr, h2o_req_t *req)
 
 static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 {
-    preon_thread_t *thr = preon_dbreq_thread(r);
+    preon_app_thread_t *thr = preon_dbreq_thread(r)->app;
     int rows = preon_db_result_rows(res);
     (void)index;
     if (thr->world_cache != NULL) /* another request filled it meanwhile */
@@ -218,14 +218,14 @@ static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result
 
 static void on_world_table_done(preon_dbreq_t *r, h2o_req_t *req)
 {
-    reply_cached(preon_dbreq_thread(r), req);
+    reply_cached(preon_dbreq_thread(r)->app, req);
 }
 
 static const preon_dbreq_ops_t cache_ops = {on_world_table, on_world_table_done, NULL};
 
 void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_app_thread_t *thr = preon_app_thread(req);
     (void)param;
     if (thr->world_cache != NULL) {
         reply_cached(thr, req);
