@@ -102,8 +102,9 @@ def describe(r):
                 "{:,} texts ({:,} bytes: logs, answers, --check-config, errors) searched; shown {}".format(
                     r["texts_checked"], r["bytes_checked"], r["shown"]))
     if t == "tls-load":
-        wrk = "; wrk 32 connections: {:,} answers ({}), {:,.0f} req/s over TLS vs {:,.0f} plain, side by side".format(
-            r["wrk_requests"], fmt_statuses(r["wrk_statuses"]), r["wrk_rps_tls"], r["wrk_rps_plain"]) if r["wrk_requests"] else ""
+        wrk = "; wrk 32 connections: {:,} answers ({}); req/s over TLS {} vs plain {}, in turns".format(
+            r["wrk_requests"], fmt_statuses(r["wrk_statuses"]), " / ".join(map(str, r["wrk_rps_tls"])),
+            " / ".join(map(str, r["wrk_rps_plain"]))) if r["wrk_requests"] else ""
         return ("TLS under load", "sslmode=verify-full; %d clients × `/fruits` (~100 KiB), `/queries?queries=500`, `/fortunes` "
                 "(~60 KiB), `/db`; then wrk" % r["clients"], secs,
                 "{:,} answers ({:.1f} MB), every one 200 and equal to a plain connection's; no stall{}".format(

@@ -217,6 +217,8 @@ class FailoverTest(unittest.TestCase):
             self.assertIsNone(p.proc.poll(), "preon died")
             for x in results:
                 self.assertLess(x["idle_cpu"], 0.25, "preon spins while idle after a failover (CPU s/s): %s" % results)
+                # one socket per database connection, each connected: none left over from an address tried before
+                self.assertEqual({k: v for k, v in x["sockets"].items() if k not in ("LISTEN", "ESTABLISHED")}, {}, results)
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
         finally:
             p.cleanup()
