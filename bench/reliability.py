@@ -112,10 +112,13 @@ def describe(r):
     if t == "failover":
         return ("failover", "%d × (primary stopped `-m immediate`, standby promoted), %s, sync replication" % (
             r["rounds"], r["clients"]), secs,
-                "%s; %d writes answered 201, all on the new primary; back to 100 %% 2xx %s s after the promotion began "
-                "(promotion took %s s); idle CPU after: %s s/s" % (
-                    fmt_statuses(r["statuses"]), r["writes_201"], " / ".join(map(str, r["recovery_after_promote_s"])),
-                    " / ".join(map(str, r["promote_s"])), " / ".join(map(str, r["idle_cpu"]))))
+                "%s; %d writes answered 201, of which not on the new primary: %s; back to 100 %% 2xx %s s after the promotion began, "
+                "%s s after `pg_ctl promote` returned (it took %s s); idle CPU after: %s s/s; sockets left: %s" % (
+                    fmt_statuses(r["statuses"]), r["writes_201"], " / ".join(map(str, r.get("false_201", []))),
+                    " / ".join(map(str, r["recovery_after_promote_s"])),
+                    " / ".join(map(str, r.get("after_promoted_s", []))), " / ".join(map(str, r["promote_s"])),
+                    " / ".join(map(str, r["idle_cpu"])),
+                    " / ".join(", ".join("%s %d" % kv for kv in sorted(x.items()) if kv[0] != "LISTEN") for x in r.get("sockets", []))))
     return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))
 
 

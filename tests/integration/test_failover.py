@@ -208,17 +208,19 @@ class FailoverTest(unittest.TestCase):
                     self.wait_all_2xx(p)
                 results.append(self.one_failover(p, primary, standby))
                 primary, standby = standby, primary
-            record("failover", rounds=rounds, clients="4 readers + 2 writers",
-                   recovery_after_promote_s=[x["recovery_after_promote_s"] for x in results],
-                   down_s=[x["down_s"] for x in results], idle_cpu=[x["idle_cpu"] for x in results], promote_s=[x["promote_s"] for x in results],
-                   statuses=self.merge([x["statuses"] for x in results]),
+            figures = {k: [x[k] for x in results] for k in ("recovery_after_promote_s", "after_promoted_s", "down_s",
+                                                               "promote_s", "idle_cpu", "sockets")}
+            record("failover", rounds=rounds, clients="4 readers + 2 writers", **figures,
+                   statuses=self.merge([x["statuses"] for x in results]), false_201=[len(x["lost"]) for x in results],
                    writes_201=sum(x["writes_201"] for x in results), writes_failed=sum(x["writes_failed"] for x in results),
                    seconds=round(time.monotonic() - start, 1))
             self.assertIsNone(p.proc.poll(), "preon died")
             for x in results:
+                self.assertEqual(x["lost"], [], "answered 201 but not on the new primary:\n" + x["log_tail"])
                 self.assertLess(x["idle_cpu"], 0.25, "preon spins while idle after a failover (CPU s/s): %s" % results)
                 # one socket per database connection, each connected: none left over from an address tried before
-                self.assertEqual({k: v for k, v in x["sockets"].items() if k not in ("LISTEN", "ESTABLISHED")}, {}, results)
+                left = {k: v for k, v in x["sockets"].items() if k not in ("LISTEN", "ESTABLISHED")}
+                self.assertEqual(left, {}, results)
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
         finally:
             p.cleanup()
@@ -258,34 +260,33 @@ class FailoverTest(unittest.TestCase):
         statuses = {}
         for _, _, kind, s, _, _ in log:
             statuses["%s %s" % (kind, s)] = statuses.get("%s %s" % (kind, s), 0) + 1
-        unexpected = {k: v for k, v in statuses.items() if k.split(" ", 1)[1] not in ("200", "201", "502", "503", "504")}
+        allowed = {"read": (200, 502, 503, 504), "write": (201, 502, 503, 504)}
+        unexpected = {k: v for k, v in statuses.items() if not any(k == "%s %s" % (kind, s)
+                                                                    for kind in allowed for s in allowed[kind])}
         self.assertEqual(unexpected, {}, (statuses, p.output()[-3000:]))
-        for _, _, kind, s, _, _ in log:
-            self.assertIn(s, (200, 502, 503, 504) if kind == "read" else (201, 502, 503, 504))
         bad = [t for t, _, _, s, _, _ in log if s not in (200, 201)]
         self.assertNotEqual(bad, [], "the outage was not seen: did the primary stop?")
-        last_bad = max(bad) if bad else t_kill
-        ok_after = [t for t, _, _, s, _, _ in log if t > last_bad]
-        self.assertGreater(len(ok_after), 0, "never back to 2xx after the promotion:\n" + p.output()[-3000:])
-        recovery = max(0.0, last_bad - t_promote)
+        self.assertGreater(len([t for t, _, _, s, _, _ in log if t > max(bad)]), 0,
+                           "never back to 2xx after the promotion:\n" + p.output()[-3000:])
+        recovery = max(0.0, max(bad) - t_promote)
         self.assertLess(recovery, RECOVER_BOUND_S * SLOW, "still failing %.1f s after the promotion" % recovery)
-        # every 201 is on the new primary; the writes that failed are 5xx (checked above), never a false 2xx
-        acked = {(name, fid) for _, _, kind, s, name, fid in log if kind == "write" and s == 201}
-        stored = {(n, int(i)) for i, n in (l.split("|") for l in standby.sql(
-            "SELECT id, name FROM fruits WHERE name LIKE 'failover-%'").split("\n") if l)}
-        self.assertEqual(acked - stored, set(), "answered 201 but not on the new primary")
-        writes_failed = sum(1 for _, _, kind, s, _, _ in log if kind == "write" and s != 201)
         # the new primary took writes: the failover was reached, not only survived
         self.assertGreater(sum(1 for t, _, kind, s, _, _ in log if kind == "write" and s == 201 and t > t_promoted), 0)
-        # Idle again, preon must not spin: watching a dead socket under a number libpq reused for the next host
-        # (issue 12, defect 2) showed as 0.7-1.3 CPU s/s here, for good.
-        # Asserted once the figures are recorded.
+        # Every 201 must be on the new primary (the failed writes are 5xx, checked above): a false 2xx is a write
+        # answered before its commit was acknowledged. Asserted, like the two checks below, once the figures are
+        # recorded.
+        stored = {(n, int(i)) for i, n in (l.split("|") for l in standby.sql(
+            "SELECT id, name FROM fruits WHERE name LIKE 'failover-%'").split("\n") if l)}
+        lost = [(name, fid, "sent %+.3f s, answered %+.3f s from the stop" % (t - t_kill, done - t_kill))
+                for t, done, kind, s, name, fid in log if kind == "write" and s == 201 and (name, fid) not in stored]
+        # Idle again, preon must not spin nor hold sockets of addresses tried before: watching a dead socket under a
+        # number libpq reused for the next host (issue 12, defect 2) showed as 0.3-1.5 CPU s/s here, for good.
         idle_cpu = cpu_per_second(p.proc.pid, 2.0)
-        sockets = tcp_sockets(p.proc.pid)
-        return {"idle_cpu": idle_cpu, "sockets": sockets, "recovery_after_promote_s": round(recovery, 2), "down_s": round(last_bad - t_kill, 2) if bad else 0.0,
-                "promote_s": round(t_promoted - t_promote, 2), "statuses": statuses, "writes_201": len(acked),
-                "writes_failed": writes_failed}
-
+        writes = [s for _, _, kind, s, _, _ in log if kind == "write"]
+        return {"lost": lost, "log_tail": p.output()[-3000:], "idle_cpu": idle_cpu, "sockets": tcp_sockets(p.proc.pid),
+                "recovery_after_promote_s": round(recovery, 2), "after_promoted_s": round(max(0.0, max(bad) - t_promoted), 2),
+                "down_s": round(max(bad) - t_kill, 2), "promote_s": round(t_promoted - t_promote, 2), "statuses": statuses,
+                "writes_201": writes.count(201), "writes_failed": len(writes) - writes.count(201)}
 
 if __name__ == "__main__":
     main()
