@@ -12,7 +12,8 @@
   faults           dropped table (both Sync modes), user without rights, backends abandoned after timeouts
   injection        quotes, semicolons and $1 in every parameter
   secrets          the database password in logs, answers and --check-config (right, wrong, database down)
-  tls              TLS (verify-full) under load: answers of many TLS records, byte-compared with a plain connection
+  tls              TLS (verify-full) under load: answers of many TLS records, byte-compared with a plain connection;
+                   a TLS front writing full 16 KiB records
   failover         primary stopped and standby promoted under reads and writes, 3 times back and forth
 
 against build/preon and a private PostgreSQL (loopback only, each run bounded). Every test appends what it
@@ -39,7 +40,7 @@ SUITES = {  # name: (module, unittest selectors)
     "faults": ("faults", []),
     "injection": ("injection", []),
     "secrets": ("secrets", []),
-    "tls": ("tls", ["TlsTest.test_large_answers_under_load"]),
+    "tls": ("tls", ["TlsTest.test_large_answers_under_load", "TlsTest.test_full_size_records"]),
     "failover": ("failover", []),
 }
 
@@ -109,6 +110,9 @@ def describe(r):
                 "(~60 KiB), `/db`; then wrk" % r["clients"], secs,
                 "{:,} answers ({:.1f} MB), every one 200 and equal to a plain connection's; no stall{}".format(
                     r["requests"], r["bytes"] / 1e6, wrk))
+    if t == "tls-16k-records":
+        return ("TLS, full-size records", "a TLS front writing 16 KiB records; `/fruits`, `/fortunes`, "
+                "`/queries?queries=500` one at a time", secs, fmt_statuses(r["statuses"]))
     if t == "failover":
         return ("failover", "%d × (primary stopped `-m immediate`, standby promoted), %s, sync replication" % (
             r["rounds"], r["clients"]), secs,

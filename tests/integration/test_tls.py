@@ -79,6 +79,7 @@ class RecordProxy:
             threading.Thread(target=self.relay, args=(client,), daemon=True).start()
 
     def relay(self, client):
+        up = None
         try:
             client.settimeout(None)
             length, code = struct.unpack("!II", client.recv(8, socket.MSG_WAITALL))
@@ -113,6 +114,8 @@ class RecordProxy:
             pass
         finally:
             client.close()
+            if up is not None:
+                up.close()
 
     def close(self):
         self.stop.set()
@@ -164,7 +167,7 @@ class TlsTest(unittest.TestCase):
 
     def assert_refused(self, url, log_mark):
         """preon on `url` serves /hello, answers database paths 503 at once, and logs `log_mark`."""
-        p = self.run_preon(url, database_connect_timeout_ms=2000).start(probe="/hello")
+        p = self.run_preon(url, database_connect_timeout_ms=2000 * SLOW).start(probe="/hello")
         try:
             for path in ("/fruits", "/db", "/health/ready"):
                 t = time.monotonic()
@@ -200,7 +203,8 @@ class TlsTest(unittest.TestCase):
 
     def test_wrong_host_name_is_refused(self):
         # the right server at 127.0.0.1, reached under a name its certificate does not carry
-        self.assert_refused(self.url(host="db.example.invalid", hostaddr="127.0.0.1"), 'does not match host name "db.example.invalid"')
+        self.assert_refused(self.url(host="db.example.invalid", hostaddr="127.0.0.1"),
+                            'does not match host name "db.example.invalid"')
 
     def test_plain_connection_is_refused_by_hba(self):
         self.assert_refused(self.url(sslmode="disable", sslrootcert=None), "no encryption")
@@ -213,7 +217,7 @@ class TlsTest(unittest.TestCase):
                            database_query_timeout_ms=3000 * SLOW).start(probe="/health/ready")
         try:
             answers = {}
-            for i in range(scaled(20, 200, 4)):
+            for _ in range(scaled(20, 200, 4)):
                 for path in ("/fruits", "/fortunes", "/queries?queries=500"):
                     status, _, body = p.request("GET", path, timeout=30 * SLOW)
                     answers[status] = answers.get(status, 0) + 1
@@ -254,7 +258,7 @@ class TlsTest(unittest.TestCase):
         def client(n):
             conn = http.client.HTTPConnection("127.0.0.1", tls.port, timeout=10 * SLOW)
             try:
-                for i in range(rounds):
+                for _ in range(rounds):
                     for path in ("/fruits", "/queries?queries=500", "/fortunes", "/db", "/queries?queries=20"):
                         check(conn, path)
             except Exception as e:  # noqa: BLE001 - collected, asserted below
