@@ -56,8 +56,8 @@ def make_server_cert(folder, ca):
 
 class RecordProxy:
     """A TLS front for the cluster that writes records of the full 16 KiB. PostgreSQL 15 writes at most 8 KiB per
-    record, which libpq always reads whole; newer servers, poolers and cloud proxies write up to 16 KiB, of which
-    libpq may take only part, leaving the rest decrypted inside OpenSSL where epoll cannot see it. It answers the
+    record (its send buffer), which libpq always reads whole; a TLS-terminating pooler or proxy may write 16 KiB, of
+    which libpq may take only part, leaving the rest decrypted inside OpenSSL where epoll cannot see it. It answers the
     SSLRequest, terminates TLS with the test's server certificate and relays to the server in plain."""
 
     def __init__(self, certs, upstream_port):
