@@ -182,8 +182,13 @@ class FailoverTest(unittest.TestCase):
             os.chmod(d, 0o755)
             cls.nodes.append(Node(d, free_port()))
         a, b = cls.nodes
-        subprocess.run([PG_SH, "init", a.dir, str(a.port)], check=True, env=dict(os.environ, PREON_PG_EXTRA_CONF="fsync = off"))
-        b.make_standby_of(a)
+        try:
+            subprocess.run([PG_SH, "init", a.dir, str(a.port)], check=True,
+                           env=dict(os.environ, PREON_PG_EXTRA_CONF="fsync = off"))
+            b.make_standby_of(a)
+        except BaseException:
+            cls.tearDownClass()  # a failed setUpClass never reaches it: no server is left running
+            raise
 
     @classmethod
     def tearDownClass(cls):

@@ -127,6 +127,14 @@ class TlsTest(unittest.TestCase):
     def setUpClass(cls):
         require_env()
         cls.dir = tempfile.mkdtemp(prefix="preon-tls-")
+        try:
+            cls.make_cluster()
+        except BaseException:
+            cls.tearDownClass()  # a failed setUpClass never reaches it: no server is left running
+            raise
+
+    @classmethod
+    def make_cluster(cls):
         os.chmod(cls.dir, 0o755)
         cls.certs = os.path.join(cls.dir, "certs")
         os.mkdir(cls.certs)
@@ -135,14 +143,18 @@ class TlsTest(unittest.TestCase):
         make_server_cert(cls.certs, "ca")
         cls.port = free_port()
         # pg.sh init hands the whole folder, certs included, to the postgres user before the server starts.
-        conf = "fsync = off\nssl = on\nssl_cert_file = '%s/server.crt'\nssl_key_file = '%s/server.key'" % (cls.certs, cls.certs)
-        subprocess.run([PG_SH, "init", cls.dir, str(cls.port)], check=True, env=dict(os.environ, PREON_PG_EXTRA_CONF=conf))
+        conf = "fsync = off\nssl = on\nssl_cert_file = '%s/server.crt'\nssl_key_file = '%s/server.key'" % (
+            cls.certs, cls.certs)
+        subprocess.run([PG_SH, "init", cls.dir, str(cls.port)], check=True,
+                       env=dict(os.environ, PREON_PG_EXTRA_CONF=conf))
         subprocess.run(["sh", "-c", "cat > '%s/data/pg_hba.conf'" % cls.dir], input=HBA.encode(), check=True)
         cls.sql("CREATE ROLE preon_tls LOGIN SUPERUSER; SELECT pg_reload_conf()")
-        cls.sql("INSERT INTO fruits (name) SELECT 'fruit ' || i || ' ' || repeat('abcdefgh', 4) FROM generate_series(1, %d) i;"
-                "INSERT INTO fortune (id, message) SELECT 100 + i, 'fortune <%d> & \"more\" ' || repeat('z', 80) "
-                "FROM generate_series(1, %d) i" % (EXTRA_FRUITS, EXTRA_FRUITS, EXTRA_FORTUNES))
-        cls.world = {int(a): int(b) for a, b in (l.split("|") for l in cls.sql("SELECT id, randomNumber FROM world").split("\n"))}
+        cls.sql("INSERT INTO fruits (name) SELECT 'fruit ' || i || ' ' || repeat('abcdefgh', 4) "
+                "FROM generate_series(1, %d) i;"
+                "INSERT INTO fortune (id, message) SELECT 100 + i, 'fortune <' || i || '> & \"more\" ' || repeat('z', 80) "
+                "FROM generate_series(1, %d) i" % (EXTRA_FRUITS, EXTRA_FORTUNES))
+        rows = cls.sql("SELECT id, randomNumber FROM world").split("\n")
+        cls.world = {int(a): int(b) for a, b in (row.split("|") for row in rows)}
 
     @classmethod
     def tearDownClass(cls):
