@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <openssl/ssl.h>
 #include "preon/alloc.h"
 #include "db/internal.h"
 #include "preon/errors.h"
@@ -547,6 +548,13 @@ static size_t read_results(preon_db_conn_t *c)
     return taken;
 }
 
+/* Bytes OpenSSL has read (and decrypted, or buffered ahead) that libpq has not taken yet. */
+static int tls_pending(PGconn *pg)
+{
+    SSL *ssl = PQsslInUse(pg) ? PQsslStruct(pg, "OpenSSL") : NULL;
+    return ssl != NULL && SSL_has_pending(ssl);
+}
+
 /* Readable or writable: libpq finds socket errors itself, so h2o's `err` adds nothing. */
 static void on_io(preon_db_conn_t *c)
 {
@@ -565,16 +573,15 @@ static void on_io(preon_db_conn_t *c)
     if (c->ring_count == 0)
         (void)PQisBusy(c->pg);
     read_results(c);
-    /* Over TLS, PQconsumeInput takes what fits in libpq's buffer: the rest of a record OpenSSL has decrypted stays
-     * inside OpenSSL, where epoll cannot see it, and would wait for the next bytes from the server. So read again
-     * (once at least, which empties OpenSSL), and on while that still completes results. */
-    for (int i = 0; i < 64 && c->pg != NULL && c->ring_count != 0 && PQsslInUse(c->pg); i++) {
+    /* Over TLS, PQconsumeInput takes what fits in libpq's buffer (at least 8 KiB free): the rest of a record of up to
+     * 16 KiB stays decrypted inside OpenSSL, where epoll cannot see it, and would wait for the server's next bytes
+     * (a TLS-terminating pooler writes full records). Read on while OpenSSL holds some. */
+    while (c->pg != NULL && tls_pending(c->pg)) {
         if (!PQconsumeInput(c->pg)) {
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
         }
-        if (read_results(c) == 0)
-            break;
+        read_results(c);
     }
     if (c->pg == NULL)
         return;
