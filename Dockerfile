@@ -13,7 +13,7 @@
 FROM debian:bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends cmake make gcc libc6-dev pkg-config ca-certificates \
-        libh2o-evloop-dev libpq-dev libjansson-dev libyaml-dev \
+        libh2o-evloop-dev libpq-dev libssl-dev libjansson-dev libyaml-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

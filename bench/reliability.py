@@ -12,6 +12,9 @@
   faults           dropped table (both Sync modes), user without rights, backends abandoned after timeouts
   injection        quotes, semicolons and $1 in every parameter
   secrets          the database password in logs, answers and --check-config (right, wrong, database down)
+  tls              TLS (verify-full) under load: answers of many TLS records, byte-compared with a plain connection;
+                   a TLS front writing full 16 KiB records
+  failover         primary stopped and standby promoted under reads and writes, 3 times back and forth
 
 against build/preon and a private PostgreSQL (loopback only, each run bounded). Every test appends what it
 measured to results.jsonl; report.md is the table README's "Reliability" section shows.
@@ -37,6 +40,8 @@ SUITES = {  # name: (module, unittest selectors)
     "faults": ("faults", []),
     "injection": ("injection", []),
     "secrets": ("secrets", []),
+    "tls": ("tls", ["TlsTest.test_large_answers_under_load", "TlsTest.test_full_size_records"]),
+    "failover": ("failover", []),
 }
 
 
@@ -97,6 +102,27 @@ def describe(r):
                 "sslpassword) at log level debug with the access log" % r["secrets"], secs,
                 "{:,} texts ({:,} bytes: logs, answers, --check-config, errors) searched; shown {}".format(
                     r["texts_checked"], r["bytes_checked"], r["shown"]))
+    if t == "tls-load":
+        wrk = "; wrk 32 connections: {:,} answers ({}); req/s over TLS {} vs plain {}, in turns".format(
+            r["wrk_requests"], fmt_statuses(r["wrk_statuses"]), " / ".join(map(str, r["wrk_rps_tls"])),
+            " / ".join(map(str, r["wrk_rps_plain"]))) if r["wrk_requests"] else ""
+        return ("TLS under load", "sslmode=verify-full; %d clients × `/fruits` (~100 KiB), `/queries?queries=500`, `/fortunes` "
+                "(~60 KiB), `/db`; then wrk" % r["clients"], secs,
+                "{:,} answers ({:.1f} MB), every one 200 and equal to a plain connection's; no stall{}".format(
+                    r["requests"], r["bytes"] / 1e6, wrk))
+    if t == "tls-16k-records":
+        return ("TLS, full-size records", "a TLS front writing 16 KiB records; `/fruits`, `/fortunes`, "
+                "`/queries?queries=500` one at a time", secs, fmt_statuses(r["statuses"]))
+    if t == "failover":
+        return ("failover", "%d × (primary stopped `-m immediate`, standby promoted), %s, sync replication" % (
+            r["rounds"], r["clients"]), secs,
+                "%s; %d writes answered 201, of which not on the new primary: %s; back to 100 %% 2xx %s s after the promotion began, "
+                "%s s after `pg_ctl promote` returned (it took %s s); idle CPU after: %s s/s; sockets left: %s" % (
+                    fmt_statuses(r["statuses"]), r["writes_201"], " / ".join(map(str, r.get("false_201", []))),
+                    " / ".join(map(str, r["recovery_after_promote_s"])),
+                    " / ".join(map(str, r.get("after_promoted_s", []))), " / ".join(map(str, r["promote_s"])),
+                    " / ".join(map(str, r["idle_cpu"])),
+                    " / ".join(", ".join("%s %d" % kv for kv in sorted(x.items()) if kv[0] != "LISTEN") for x in r.get("sockets", []))))
     return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))
 
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <yaml.h>
+#include "preon/alloc.h"
 #include "preon/config.h"
 #include "preon/conninfo.h"
 #include "preon/errors.h"
@@ -29,7 +30,6 @@ typedef struct {
     const char *def;          /* default, in the same text form the file uses */
 } entry_t;
 
-static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const sync_modes[] = {"request", "batch", NULL};
 static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const booleans[] = {"false", "true", NULL};
@@ -57,7 +57,7 @@ static const entry_t entries[] = {
     {"database", "reconnect_max_ms", T_INT, OFF(database.reconnect_max_ms), 1, 3600000, NULL, "1000"},
     {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "batch"},
     {"database", "pipeline_depth", T_INT, OFF(database.pipeline_depth), 0, 1024, NULL, "2"},
-    {"log", "level", T_ENUM, OFF(log.level), 0, 0, log_levels, "info"},
+    {"log", "level", T_ENUM, OFF(log.level), 0, 0, preon_log_level_names, "info"},
     {"log", "format", T_ENUM, OFF(log.format), 0, 0, log_formats, "text"},
     {"log", "access", T_ENUM, OFF(log.access), 0, 0, booleans, "false"},
     {"health", "live_path", T_STRING, OFF(health.live_path), 0, 0, NULL, "/health/live"},
@@ -97,9 +97,7 @@ static int set_value(preon_config_t *cfg, const entry_t *e, const char *value, c
     case T_STRING: {
         char **f = string_field(cfg, e);
         free(*f);
-        *f = strdup(value);
-        if (*f == NULL)
-            abort();
+        *f = preon_strdup(value);
         return 0;
     }
     case T_ENUM:
@@ -310,8 +308,8 @@ int preon_config_load_file(preon_config_t *cfg, const char *path, char *err, siz
     char *text = NULL;
     size_t len = 0, cap = 0, n;
     do {
-        if (cap - len < 4096 && (text = realloc(text, cap = cap * 2 + 4096)) == NULL)
-            abort();
+        if (cap - len < 4096)
+            text = preon_realloc(text, cap = cap * 2 + 4096);
         n = fread(text + len, 1, cap - len, fp);
         len += n;
     } while (n != 0);

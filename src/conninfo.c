@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include "preon/alloc.h"
 #include "preon/conninfo.h"
 
 static int is_secret_name(const char *s, size_t len)
@@ -118,9 +119,7 @@ static void on_shifted(size_t off, size_t len, void *ctx)
  * which quotes it whole in its complaint ("missing \"=\" after ..."): its password is a secret all the same. */
 static void misplaced_uri_secrets(const char *s, const char *name, size_t nlen, preon_conninfo_secret_cb cb, void *ctx)
 {
-    char *token = strndup(name, nlen);
-    if (token == NULL)
-        abort();
+    char *token = preon_strndup(name, nlen);
     shifted_t sh = {cb, ctx, (size_t)(name - s)};
     uri_secrets(token, (size_t)(strstr(token, "://") + 3 - token), on_shifted, &sh);
     free(token);
@@ -196,9 +195,8 @@ static void on_span(size_t off, size_t len, void *ctx)
     spans_t *sp = ctx;
     if (sp->n == sp->cap) {
         sp->cap = sp->cap != 0 ? sp->cap * 2 : 8;
-        if ((sp->off = realloc(sp->off, sp->cap * sizeof(*sp->off))) == NULL ||
-            (sp->len = realloc(sp->len, sp->cap * sizeof(*sp->len))) == NULL)
-            abort();
+        sp->off = preon_realloc(sp->off, sp->cap * sizeof(*sp->off));
+        sp->len = preon_realloc(sp->len, sp->cap * sizeof(*sp->len));
     }
     sp->off[sp->n] = off;
     sp->len[sp->n++] = len;
@@ -217,9 +215,7 @@ char *preon_conninfo_redact(const char *conninfo)
     spans_t sp = {NULL, NULL, 0, 0};
     preon_conninfo_secrets(conninfo, on_span, &sp);
     size_t inlen = strlen(conninfo);
-    char *out = malloc(inlen + 3 * sp.n + 1), *o = out;
-    if (out == NULL)
-        abort();
+    char *out = preon_malloc(inlen + 3 * sp.n + 1), *o = out;
     size_t from = 0;
     for (size_t i = 0; i < sp.n; i++) {
         memcpy(o, conninfo + from, sp.off[i] - from);
@@ -239,9 +235,7 @@ char *preon_conninfo_scrub(const char *conninfo, const char *text)
     spans_t sp = {NULL, NULL, 0, 0};
     preon_conninfo_secrets(conninfo, on_span, &sp);
     size_t cap = strlen(text) + 1;
-    char *out = malloc(cap), *o = out;
-    if (out == NULL)
-        abort();
+    char *out = preon_malloc(cap), *o = out;
     /* "***" is at most as long as what it replaces only for secrets of 3 bytes or more; shorter ones grow it. */
     for (const char *t = text; *t != '\0';) {
         size_t hit = 0;
@@ -252,8 +246,7 @@ char *preon_conninfo_scrub(const char *conninfo, const char *text)
         if (need > cap) {
             size_t at = (size_t)(o - out);
             cap = cap * 2 + 4;
-            if ((out = realloc(out, cap)) == NULL)
-                abort();
+            out = preon_realloc(out, cap);
             o = out + at;
         }
         if (hit != 0) {

@@ -9,17 +9,18 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#include "preon/alloc.h"
 #include "preon/log.h"
 
 preon_log_level_t preon_log_level = PREON_LOG_INFO;
 preon_log_format_t preon_log_format = PREON_LOG_TEXT;
 
-static const char *const names[] = {"error", "warn", "info", "debug"};
+const char *const preon_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
 int preon_log_level_parse(const char *s)
 {
-    for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
-        if (strcasecmp(s, names[i]) == 0)
+    for (int i = 0; preon_log_level_names[i] != NULL; i++)
+        if (strcasecmp(s, preon_log_level_names[i]) == 0)
             return i;
     return -1;
 }
@@ -140,9 +141,7 @@ void preon_log_attach(void)
 {
     if (!writer_running || my_ring != NULL)
         return;
-    ring_t *r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        abort();
+    ring_t *r = preon_calloc(1, sizeof(*r));
     pthread_mutex_lock(&rings_mutex);
     for (int i = 0; i < MAX_RINGS; i++) {
         if (rings[i] == NULL) {
@@ -243,12 +242,12 @@ void preon_log_write(preon_log_level_t level, const char *fmt, ...)
     if (preon_log_format == PREON_LOG_JSON) {
         n += (size_t)sprintf(line, "{\"ts\":\"");
         n += timestamp(line + n);
-        n += (size_t)sprintf(line + n, "\",\"level\":\"%s\",\"msg\":\"", names[level]);
+        n += (size_t)sprintf(line + n, "\",\"level\":\"%s\",\"msg\":\"", preon_log_level_names[level]);
         n = json_escape(line, n, sizeof(line) - 4, msg, mlen);
         n += (size_t)sprintf(line + n, "\"}");
     } else {
         n += timestamp(line);
-        n += (size_t)sprintf(line + n, " %-5s ", names[level]);
+        n += (size_t)sprintf(line + n, " %-5s ", preon_log_level_names[level]);
         for (size_t i = 0; i < mlen && n < sizeof(line) - 2; i++)
             line[n++] = msg[i] == '\n' || msg[i] == '\t' ? ' ' : msg[i];
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "preon/app.h"
 #include "preon/config.h"
 #include "preon/json.h"
 #include "preon/db.h"
@@ -100,7 +101,7 @@ int main(int argc, char **argv)
         return 0;
     }
     preon_log_start();
-    int rv = preon_server_run(&cfg, target);
+    int rv = preon_server_run(&cfg, target, &preon_app);
     preon_log_stop();
     preon_db_target_destroy(target);
     preon_config_dispose(&cfg);

@@ -2,17 +2,16 @@
 #include <stdlib.h>
 #include "preon/metrics.h"
 
-const double preon_hist_bounds[PREON_HIST_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                      0.025,  0.05,    0.1,    0.25,  0.5,    1,     5};
+/* 100 µs .. 5 s */
+const uint64_t preon_hist_bounds_ns[PREON_HIST_BUCKETS] = {100000,    250000,    500000,     1000000,   2500000,
+                                                           5000000,   10000000,  25000000,   50000000,  100000000,
+                                                           250000000, 500000000, 1000000000, 5000000000};
 
 void preon_hist_observe(preon_hist_t *h, uint64_t ns)
 {
-    /* bounds in ns, by a short linear scan: most observations land in the first few buckets */
-    static const uint64_t bounds_ns[PREON_HIST_BUCKETS] = {100000,    250000,    500000,     1000000,   2500000,
-                                                           5000000,   10000000,  25000000,   50000000,  100000000,
-                                                           250000000, 500000000, 1000000000, 5000000000};
+    /* a short linear scan: most observations land in the first few buckets */
     for (int i = 0; i < PREON_HIST_BUCKETS; i++) {
-        if (ns <= bounds_ns[i]) {
+        if (ns <= preon_hist_bounds_ns[i]) {
             preon_counter_add(&h->bucket[i], 1);
             break;
         }

@@ -3,13 +3,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <string.h>
 #include <unistd.h>
-#include "preon/app.h"
+#include "preon/alloc.h"
 #include "preon/json.h"
 #include "preon/log.h"
 #include "preon/observe.h"
 #include "preon/reply.h"
+#include "preon/router.h"
 #include "preon/sink.h"
 
 /*
@@ -19,7 +21,6 @@
  */
 static const int statuses[PREON_STATUSES] = {200, 201, 204, 400, 404, 405, 409, 413, 415, 499, 500, 502, 503, 504, 0, 0};
 #define STATUS_OTHER (PREON_STATUSES - 1)
-static const char *const method_names[PREON_METHODS] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "other"};
 
 static double start_time;
 static int statm_fd = -1;
@@ -33,19 +34,12 @@ void preon_observe_init(void)
     statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 }
 
-static size_t nroutes_total(void)
-{
-    return preon_nroutes + PREON_ROUTE__EXTRA;
-}
-
-void preon_http_metrics_init(preon_http_metrics_t *m)
+void preon_http_metrics_init(preon_http_metrics_t *m, size_t nroutes)
 {
     memset(m, 0, sizeof(*m));
-    m->nroutes = nroutes_total();
-    m->requests = calloc(m->nroutes * PREON_METHODS * PREON_STATUSES, sizeof(uint64_t));
-    m->duration = calloc(m->nroutes, sizeof(preon_hist_t));
-    if (m->requests == NULL || m->duration == NULL)
-        abort();
+    m->nroutes = nroutes;
+    m->requests = preon_calloc(m->nroutes * PREON_METHODS * PREON_STATUSES, sizeof(uint64_t));
+    m->duration = preon_calloc(m->nroutes, sizeof(preon_hist_t));
 }
 
 void preon_http_metrics_dispose(preon_http_metrics_t *m)
@@ -56,14 +50,6 @@ void preon_http_metrics_dispose(preon_http_metrics_t *m)
     m->duration = NULL;
 }
 
-unsigned preon_method_index(const char *method, size_t len)
-{
-    for (unsigned i = 0; i < PREON_METHODS - 1; i++)
-        if (strlen(method_names[i]) == len && memcmp(method_names[i], method, len) == 0)
-            return i;
-    return PREON_METHODS - 1;
-}
-
 static unsigned status_index(int status)
 {
     for (unsigned i = 0; i < STATUS_OTHER; i++)
@@ -72,46 +58,60 @@ static unsigned status_index(int status)
     return STATUS_OTHER;
 }
 
-void preon_observe(preon_thread_t *thr, h2o_req_t *req, unsigned route, unsigned method, int status, uint64_t start_ns)
+void preon_observe_request(preon_http_metrics_t *m, const preon_config_t *cfg, unsigned thread, unsigned route, h2o_req_t *req)
 {
-    preon_http_metrics_t *m = &thr->http;
-    uint64_t ns = preon_now_ns() - start_ns;
-    if (thr->cfg->metrics.enabled) {
+    int status = req->res.status != 0 ? req->res.status : 499;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    int64_t us = (int64_t)(now.tv_sec - req->timestamps.request_begin_at.tv_sec) * 1000000 +
+                 (now.tv_usec - req->timestamps.request_begin_at.tv_usec);
+    uint64_t ns = us > 0 ? (uint64_t)us * 1000 : 0;
+    if (cfg->metrics.enabled) {
+        unsigned method = preon_method_index(req->method.base, req->method.len);
         preon_counter_add(&m->requests[(route * PREON_METHODS + method) * PREON_STATUSES + status_index(status)], 1);
         preon_hist_observe(&m->duration[route], ns);
     }
-    if (thr->cfg->log.access) {
-        h2o_iovec_t path = req != NULL ? req->path : h2o_iovec_init(H2O_STRLIT("-"));
-        size_t bytes = req != NULL && req->res.content_length != SIZE_MAX ? req->res.content_length : 0;
-        const char *mname = method_names[method];
-        preon_log_access(req != NULL ? req->method.base : mname, req != NULL ? req->method.len : strlen(mname), path.base, path.len,
-                         status, bytes, ns / 1000, thr->index);
-    }
-}
-
-static const char *route_label(const preon_config_t *cfg, size_t route)
-{
-    if (route < preon_nroutes)
-        return preon_routes[route].pattern;
-    switch (route - preon_nroutes) {
-    case PREON_ROUTE_LIVE:
-        return cfg->health.live_path;
-    case PREON_ROUTE_READY:
-        return cfg->health.ready_path;
-    case PREON_ROUTE_METRICS:
-        return cfg->metrics.path;
-    default:
-        return "unmatched";
+    if (cfg->log.access) {
+        size_t bytes = req->res.content_length != SIZE_MAX ? req->res.content_length : req->bytes_sent;
+        preon_log_access(req->method.base, req->method.len, req->path.base, req->path.len, status, bytes, ns / 1000, thread);
     }
 }
 
 /* The first route id with the same label: routes of one path and different methods share a label. */
-static size_t canonical_route(const preon_config_t *cfg, size_t route)
+static size_t canonical_route(const preon_snapshot_t *snap, size_t route)
 {
     for (size_t r = 0; r < route; r++)
-        if (strcmp(route_label(cfg, r), route_label(cfg, route)) == 0)
+        if (strcmp(snap->route_labels[r], snap->route_labels[route]) == 0)
             return r;
     return route;
+}
+
+void preon_snapshot_init(preon_snapshot_t *s, h2o_mem_pool_t *pool, size_t nroutes, size_t nstatements)
+{
+    memset(s, 0, sizeof(*s));
+    s->nroutes = nroutes;
+    s->nstatements = nstatements;
+    size_t nreq = nroutes * PREON_METHODS * PREON_STATUSES;
+    s->requests = h2o_mem_alloc_pool(pool, nreq * sizeof(*s->requests));
+    memset(s->requests, 0, nreq * sizeof(*s->requests));
+    s->durations = h2o_mem_alloc_pool(pool, nroutes * sizeof(*s->durations));
+    memset(s->durations, 0, nroutes * sizeof(*s->durations));
+    s->queries = h2o_mem_alloc_pool(pool, (nstatements + 1) * sizeof(*s->queries));
+    memset(s->queries, 0, (nstatements + 1) * sizeof(*s->queries));
+    s->query_durations = h2o_mem_alloc_pool(pool, (nstatements + 1) * sizeof(*s->query_durations));
+    memset(s->query_durations, 0, (nstatements + 1) * sizeof(*s->query_durations));
+}
+
+void preon_snapshot_add_http(preon_snapshot_t *s, const preon_http_metrics_t *m)
+{
+    size_t n = s->nroutes * PREON_METHODS * PREON_STATUSES;
+    for (size_t i = 0; i < n; i++)
+        s->requests[i] += preon_counter_read(&m->requests[i]);
+    for (size_t r = 0; r < s->nroutes; r++)
+        preon_hist_add(&s->durations[r], &m->duration[r]);
+    s->conns_open += preon_counter_read(&m->conns_open);
+    s->conns_accepted += preon_counter_read(&m->conns_accepted);
+    s->conns_refused += preon_counter_read(&m->conns_refused);
 }
 
 static void put(preon_sink_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -131,7 +131,7 @@ static void put_hist(preon_sink_t *s, const char *name, const char *labels, cons
     uint64_t cumulative = 0;
     for (int i = 0; i < PREON_HIST_BUCKETS; i++) {
         cumulative += h->bucket[i];
-        put(s, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, labels[0] ? "," : "", preon_hist_bounds[i],
+        put(s, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, labels[0] ? "," : "", preon_hist_bounds_ns[i] / 1e9,
             (unsigned long long)cumulative);
     }
     put(s, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, labels[0] ? "," : "", (unsigned long long)h->count);
@@ -139,105 +139,85 @@ static void put_hist(preon_sink_t *s, const char *name, const char *labels, cons
     put(s, "%s_count{%s} %llu\n", name, labels, (unsigned long long)h->count);
 }
 
-static void put_http(preon_sink_t *s, const preon_config_t *cfg, preon_thread_t *threads, unsigned nthreads)
+static void put_http(preon_sink_t *s, const preon_snapshot_t *snap)
 {
-    size_t nroutes = nroutes_total();
     put(s, "# HELP preon_http_requests_total HTTP requests answered, by route, method and status.\n"
            "# TYPE preon_http_requests_total counter\n");
-    for (size_t r = 0; r < nroutes; r++) {
+    for (size_t r = 0; r < snap->nroutes; r++) {
         for (unsigned m = 0; m < PREON_METHODS; m++) {
             for (unsigned st = 0; st < PREON_STATUSES - 1; st++) {
-                uint64_t n = 0;
-                for (unsigned t = 0; t < nthreads; t++)
-                    n += preon_counter_read(&threads[t].http.requests[(r * PREON_METHODS + m) * PREON_STATUSES + st]);
+                uint64_t n = snap->requests[(r * PREON_METHODS + m) * PREON_STATUSES + st];
                 if (n == 0)
                     continue;
                 char status[8];
                 snprintf(status, sizeof(status), "%d", statuses[st]);
-                put(s, "preon_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n", route_label(cfg, r),
-                    method_names[m], st == STATUS_OTHER ? "other" : status, (unsigned long long)n);
+                put(s, "preon_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n", snap->route_labels[r],
+                    preon_method_name(m), st == STATUS_OTHER ? "other" : status, (unsigned long long)n);
             }
         }
     }
     put(s, "# HELP preon_http_request_duration_seconds Time from dispatch to answer, by route.\n"
            "# TYPE preon_http_request_duration_seconds histogram\n");
-    for (size_t r = 0; r < nroutes; r++) {
-        if (canonical_route(cfg, r) != r)
+    for (size_t r = 0; r < snap->nroutes; r++) {
+        if (canonical_route(snap, r) != r)
             continue;
         preon_hist_t h = {{0}, 0, 0};
-        for (size_t same = r; same < nroutes; same++)
-            if (canonical_route(cfg, same) == r)
-                for (unsigned t = 0; t < nthreads; t++)
-                    preon_hist_add(&h, &threads[t].http.duration[same]);
+        for (size_t same = r; same < snap->nroutes; same++)
+            if (canonical_route(snap, same) == r)
+                preon_hist_add(&h, &snap->durations[same]);
         char labels[300];
-        snprintf(labels, sizeof(labels), "route=\"%s\"", route_label(cfg, r));
+        snprintf(labels, sizeof(labels), "route=\"%s\"", snap->route_labels[r]);
         put_hist(s, "preon_http_request_duration_seconds", labels, &h);
-    }
-    uint64_t open = 0, accepted = 0, refused = 0;
-    for (unsigned t = 0; t < nthreads; t++) {
-        open += preon_counter_read(&threads[t].http.conns_open);
-        accepted += preon_counter_read(&threads[t].http.conns_accepted);
-        refused += preon_counter_read(&threads[t].http.conns_refused);
     }
     put(s,
         "# HELP preon_http_connections Open client connections.\n# TYPE preon_http_connections gauge\n"
         "preon_http_connections %llu\n",
-        (unsigned long long)open);
+        (unsigned long long)snap->conns_open);
     put(s,
         "# HELP preon_http_connections_accepted_total Client connections accepted.\n"
         "# TYPE preon_http_connections_accepted_total counter\npreon_http_connections_accepted_total %llu\n",
-        (unsigned long long)accepted);
+        (unsigned long long)snap->conns_accepted);
     put(s,
         "# HELP preon_http_connections_refused_total Client connections closed at once: server.max_connections.\n"
         "# TYPE preon_http_connections_refused_total counter\npreon_http_connections_refused_total %llu\n",
-        (unsigned long long)refused);
+        (unsigned long long)snap->conns_refused);
 }
 
-static void put_db(preon_sink_t *s, preon_thread_t *threads, unsigned nthreads)
+static void put_db(preon_sink_t *s, const preon_snapshot_t *snap)
 {
-    uint64_t queries[PREON_STMT__COUNT][PREON_DB_OUTCOMES];
-    preon_hist_t durations[PREON_STMT__COUNT];
-    preon_db_stats_t sum = {0}, st;
-    memset(queries, 0, sizeof(queries));
-    memset(durations, 0, sizeof(durations));
-    for (unsigned t = 0; t < nthreads; t++) {
-        preon_db_pool_collect(threads[t].db, queries, durations);
-        preon_db_pool_stats(threads[t].db, &st);
-        sum.queued += st.queued, sum.ready += st.ready, sum.connecting += st.connecting, sum.total += st.total;
-        sum.reconnects += st.reconnects, sum.rejected_full += st.rejected_full, sum.rejected_down += st.rejected_down;
-    }
+    const preon_db_stats_t *sum = &snap->db;
     put(s, "# HELP preon_db_queries_total Queries answered, by statement and outcome.\n"
            "# TYPE preon_db_queries_total counter\n");
-    for (int i = 0; i < PREON_STMT__COUNT; i++)
+    for (size_t i = 0; i < snap->nstatements; i++)
         for (int o = 0; o < PREON_DB_OUTCOMES; o++)
-            if (queries[i][o] != 0 || o == PREON_DB_OUTCOME_OK)
-                put(s, "preon_db_queries_total{statement=\"%s\",outcome=\"%s\"} %llu\n", preon_statements[i].name,
-                    preon_db_outcome_names[o], (unsigned long long)queries[i][o]);
+            if (snap->queries[i][o] != 0 || o == PREON_DB_OUTCOME_OK)
+                put(s, "preon_db_queries_total{statement=\"%s\",outcome=\"%s\"} %llu\n", snap->statements[i].name,
+                    preon_db_outcome_names[o], (unsigned long long)snap->queries[i][o]);
     put(s, "# HELP preon_db_query_duration_seconds Time from submit to answer, by statement.\n"
            "# TYPE preon_db_query_duration_seconds histogram\n");
-    for (int i = 0; i < PREON_STMT__COUNT; i++) {
+    for (size_t i = 0; i < snap->nstatements; i++) {
         char labels[128];
-        snprintf(labels, sizeof(labels), "statement=\"%s\"", preon_statements[i].name);
-        put_hist(s, "preon_db_query_duration_seconds", labels, &durations[i]);
+        snprintf(labels, sizeof(labels), "statement=\"%s\"", snap->statements[i].name);
+        put_hist(s, "preon_db_query_duration_seconds", labels, &snap->query_durations[i]);
     }
     put(s,
         "# HELP preon_db_queue_depth Queries accepted and not yet answered.\n# TYPE preon_db_queue_depth gauge\n"
         "preon_db_queue_depth %zu\n",
-        sum.queued);
+        sum->queued);
     put(s,
         "# HELP preon_db_connections Database connections by state.\n# TYPE preon_db_connections gauge\n"
         "preon_db_connections{state=\"ready\"} %u\npreon_db_connections{state=\"connecting\"} %u\n"
         "preon_db_connections{state=\"down\"} %u\n",
-        sum.ready, sum.connecting, sum.total - sum.ready - sum.connecting);
+        sum->ready, sum->connecting, sum->total - sum->ready - sum->connecting);
     put(s,
         "# HELP preon_db_reconnects_total Connections established again after a loss.\n"
         "# TYPE preon_db_reconnects_total counter\npreon_db_reconnects_total %llu\n",
-        (unsigned long long)sum.reconnects);
+        (unsigned long long)sum->reconnects);
     put(s,
         "# HELP preon_db_rejected_total Requests answered 503 before reaching the database, by reason.\n"
         "# TYPE preon_db_rejected_total counter\npreon_db_rejected_total{reason=\"queue_full\"} %llu\n"
         "preon_db_rejected_total{reason=\"no_connection\"} %llu\n",
-        (unsigned long long)sum.rejected_full, (unsigned long long)sum.rejected_down);
+        (unsigned long long)sum->rejected_full, (unsigned long long)sum->rejected_down);
 }
 
 static void put_process(preon_sink_t *s)
@@ -274,37 +254,27 @@ static void put_process(preon_sink_t *s)
         (unsigned long long)preon_log_dropped());
 }
 
-void preon_metrics_reply(preon_thread_t *thr, h2o_req_t *req)
+void preon_metrics_reply(h2o_req_t *req, const preon_snapshot_t *snap)
 {
-    unsigned nthreads;
-    preon_thread_t *threads = preon_server_threads(&nthreads);
     preon_sink_t s;
     preon_sink_init(&s, &req->pool, 16384);
-    put_http(&s, thr->cfg, threads, nthreads);
-    put_db(&s, threads, nthreads);
+    put_http(&s, snap);
+    put_db(&s, snap);
     put_process(&s);
     preon_reply_text(req, 200, H2O_STRLIT("text/plain; version=0.0.4; charset=utf-8"), s.buf, s.len);
 }
 
-void preon_health_live_reply(preon_thread_t *thr, h2o_req_t *req)
+void preon_health_live_reply(h2o_req_t *req)
 {
-    (void)thr;
     json_t *body = json_pack("{s:s}", "status", "UP");
     preon_reply_json(req, 200, body);
     json_decref(body);
 }
 
-void preon_health_ready_reply(preon_thread_t *thr, h2o_req_t *req)
+void preon_health_ready_reply(h2o_req_t *req, const preon_snapshot_t *snap)
 {
-    unsigned nthreads, without = 0;
-    preon_thread_t *threads = preon_server_threads(&nthreads);
-    (void)thr;
-    for (unsigned t = 0; t < nthreads; t++) {
-        preon_db_stats_t st;
-        preon_db_pool_stats(threads[t].db, &st);
-        without += st.ready == 0;
-    }
-    int draining = preon_server_draining();
+    unsigned nthreads = snap->nthreads, without = snap->threads_without_db;
+    int draining = snap->draining;
     json_t *checks = json_array();
     if (without == 0) {
         json_array_append_new(checks, json_pack("{s:s,s:s}", "name", "database", "status", "UP"));

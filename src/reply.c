@@ -3,6 +3,7 @@
 #include "preon/errors.h"
 #include "preon/json.h"
 #include "preon/reply.h"
+#include "preon/router.h"
 
 static const char *reason_of(int status)
 {
@@ -72,6 +73,14 @@ void preon_reply_error(h2o_req_t *req, int status, const char *message)
 void preon_reply_errno(h2o_req_t *req, int err)
 {
     preon_reply_error(req, preon_err_http_status(err), preon_strerror(err));
+}
+
+void preon_reply_method_not_allowed(h2o_req_t *req, unsigned allow)
+{
+    char buf[64];
+    size_t n = preon_router_allow(allow, buf, sizeof(buf));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, h2o_strdup(&req->pool, buf, n).base, n);
+    preon_reply_error(req, 405, "method not allowed");
 }
 
 void preon_reply_empty(h2o_req_t *req, int status)

@@ -1,20 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 #include <string.h>
+#include "preon/metrics.h"
 #include "preon/router.h"
 
-static const struct {
-    const char *name;
-    unsigned bit;
-} methods[] = {{"GET", PREON_M_GET},       {"HEAD", PREON_M_HEAD},   {"POST", PREON_M_POST},      {"PUT", PREON_M_PUT},
-               {"DELETE", PREON_M_DELETE}, {"PATCH", PREON_M_PATCH}, {"OPTIONS", PREON_M_OPTIONS}};
+/* The one list of methods preon knows: PREON_M_* is 1 << the index here, and the counters use the index. */
+static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
+#define NMETHODS (sizeof(methods) / sizeof(methods[0]))
+_Static_assert(NMETHODS + 1 == PREON_METHODS, "the counters have one more slot, for any other method");
+_Static_assert(PREON_M_OPTIONS == 1u << (NMETHODS - 1), "PREON_M_* follow the list");
+
+unsigned preon_method_index(const char *method, size_t len)
+{
+    for (unsigned i = 0; i < NMETHODS; i++)
+        if (strlen(methods[i]) == len && memcmp(methods[i], method, len) == 0)
+            return i;
+    return NMETHODS;
+}
+
+const char *preon_method_name(unsigned index)
+{
+    return index < NMETHODS ? methods[index] : "other";
+}
 
 unsigned preon_method_bit(const char *method, size_t len)
 {
-    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-        if (strlen(methods[i].name) == len && memcmp(methods[i].name, method, len) == 0)
-            return methods[i].bit;
-    return 0;
+    unsigned i = preon_method_index(method, len);
+    return i < NMETHODS ? 1u << i : 0;
 }
 
 /* Matches `path` against a pattern; a trailing "{name}" takes the rest of the path if it holds no '/'. */
@@ -63,10 +75,10 @@ size_t preon_router_allow(unsigned allow, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-        if ((allow & methods[i].bit) == 0)
+    for (size_t i = 0; i < NMETHODS; i++) {
+        if ((allow & (1u << i)) == 0)
             continue;
-        int w = snprintf(buf + n, len - n, "%s%s", n == 0 ? "" : ", ", methods[i].name);
+        int w = snprintf(buf + n, len - n, "%s%s", n == 0 ? "" : ", ", methods[i]);
         if (w < 0 || (size_t)w >= len - n)
             break;
         n += w;

@@ -11,10 +11,13 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "preon/app.h"
+#include "preon/alloc.h"
+#include "preon/cpus.h"
 #include "preon/errors.h"
 #include "preon/log.h"
 #include "preon/observe.h"
+#include "preon/reply.h"
+#include "preon/router.h"
 #include "preon/server.h"
 
 /*
@@ -29,99 +32,85 @@ typedef struct {
 } root_handler_t;
 
 static h2o_globalconf_t globalconf;
+static const preon_service_t *service;
 /* Kept reachable until exit, so that leak checkers see the loops' memory as in use rather than lost. */
 static preon_thread_t *threads;
 static unsigned nthreads;
 static int draining;        /* set by the main thread on the first signal; read by readiness checks */
 static uint64_t open_conns; /* over all threads, for server.max_connections (atomic: accept and close only) */
 static uint64_t max_conns;  /* server.max_connections, or fewer if the open files limit allows fewer */
+/* Route ids for the counters: the service's, then the server's own (PREON_ROUTE_*), with their labels. */
+static size_t nroutes;
+static const char **route_labels;
 
-preon_thread_t *preon_server_threads(unsigned *n)
+/* The health and metrics paths (PREON_ROUTE_LIVE, _READY, _METRICS), or PREON_ROUTE__EXTRA for another path. */
+static unsigned own_route(const preon_config_t *cfg, h2o_iovec_t path)
 {
-    *n = nthreads;
-    return threads;
+    if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path)))
+        return PREON_ROUTE_LIVE;
+    if (h2o_memis(path.base, path.len, cfg->health.ready_path, strlen(cfg->health.ready_path)))
+        return PREON_ROUTE_READY;
+    if (cfg->metrics.enabled && h2o_memis(path.base, path.len, cfg->metrics.path, strlen(cfg->metrics.path)))
+        return PREON_ROUTE_METRICS;
+    return PREON_ROUTE__EXTRA;
 }
 
-int preon_server_draining(void)
+/* A copy, in the request's pool, of every thread's counters summed: what the health and metrics answers read. The
+ * pools and counters it reads live until every thread has joined, and are read with relaxed atomic loads. */
+static preon_snapshot_t *take_snapshot(h2o_req_t *req)
 {
-    return __atomic_load_n(&draining, __ATOMIC_RELAXED);
+    preon_snapshot_t *s = h2o_mem_alloc_pool(&req->pool, sizeof(*s));
+    preon_snapshot_init(s, &req->pool, nroutes, service->nstatements);
+    s->cfg = preon_thread_of(req)->cfg;
+    s->route_labels = route_labels;
+    s->statements = service->statements;
+    s->nthreads = nthreads;
+    s->draining = __atomic_load_n(&draining, __ATOMIC_RELAXED);
+    for (unsigned t = 0; t < nthreads; t++) {
+        preon_db_stats_t st;
+        preon_snapshot_add_http(s, &threads[t].http);
+        preon_db_pool_collect(threads[t].db, s->queries, s->query_durations);
+        preon_db_pool_stats(threads[t].db, &st);
+        s->db.queued += st.queued, s->db.ready += st.ready, s->db.connecting += st.connecting, s->db.total += st.total;
+        s->db.reconnects += st.reconnects, s->db.rejected_full += st.rejected_full, s->db.rejected_down += st.rejected_down;
+        s->threads_without_db += st.ready == 0;
+    }
+    return s;
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
+    preon_thread_t *thr = preon_thread_of(req);
     (void)self;
-    return preon_app_handle(preon_thread_of(req), req);
+    /* During a drain the connection closes after this answer, so that clients move to another instance. */
+    if (thr->draining)
+        req->http1_is_persistent = 0;
+    thr->last_request_ns = preon_now_ns();
+    unsigned own = own_route(thr->cfg, req->path_normalized);
+    if (own == PREON_ROUTE__EXTRA)
+        service->handle(req);
+    else if ((preon_method_bit(req->method.base, req->method.len) & (PREON_M_GET | PREON_M_HEAD)) == 0)
+        preon_reply_method_not_allowed(req, PREON_M_GET | PREON_M_HEAD); /* read-only resources */
+    else if (own == PREON_ROUTE_LIVE)
+        preon_health_live_reply(req);
+    else if (own == PREON_ROUTE_READY)
+        preon_health_ready_reply(req, take_snapshot(req));
+    else
+        preon_metrics_reply(req, take_snapshot(req));
+    return 0;
 }
 
-/* Opens FILE of the cgroup CG under the hierarchy mounted at DIR ("/sys/fs/cgroup" or "/sys/fs/cgroup/cpu").
- * Inside a container without a cgroup namespace (Docker on cgroup v1), /proc/self/cgroup names the host's path
- * (/docker/<id>) while the container sees its own cgroup mounted at the hierarchy's root: then the root's file. */
-static FILE *open_cgroup_file(const char *dir, const char *cg, const char *file)
+/* h2o calls each path's loggers once per request, from h2o_dispose_request: the one place a request is counted. */
+static void on_log_access(h2o_logger_t *self, h2o_req_t *req)
 {
-    char path[768];
-    FILE *f = NULL;
-    if (strcmp(cg, "/") != 0) {
-        snprintf(path, sizeof(path), "%s%s/%s", dir, cg, file);
-        f = fopen(path, "r");
-    }
-    if (f == NULL) {
-        snprintf(path, sizeof(path), "%s/%s", dir, file);
-        f = fopen(path, "r");
-    }
-    return f;
-}
-
-/* Reads "quota period" CPU limits of the calling process's cgroup: v2 cpu.max, or v1 cpu.cfs_quota_us and
- * cpu.cfs_period_us. Returns the limit rounded up, or 0 for none. Start-up only (small synchronous reads). */
-static unsigned cgroup_cpu_limit(void)
-{
-    char line[512], dir[600];
-    long quota = -1, period = 0;
-    FILE *fp = fopen("/proc/self/cgroup", "r");
-    if (fp == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), fp) != NULL && quota < 0) {
-        line[strcspn(line, "\n")] = '\0';
-        char *ctrl = strchr(line, ':'), *cg = ctrl != NULL ? strchr(ctrl + 1, ':') : NULL;
-        if (cg == NULL)
-            continue;
-        *cg++ = '\0';
-        ctrl++;
-        FILE *f;
-        if (*ctrl == '\0') { /* v2 */
-            if ((f = open_cgroup_file("/sys/fs/cgroup", cg, "cpu.max")) != NULL) {
-                if (fscanf(f, "%ld %ld", &quota, &period) != 2)
-                    quota = -1;
-                fclose(f);
-            }
-        } else if (strcmp(ctrl, "cpu") == 0 || strcmp(ctrl, "cpu,cpuacct") == 0 || strcmp(ctrl, "cpuacct,cpu") == 0) {
-            snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", ctrl);
-            if ((f = open_cgroup_file(dir, cg, "cpu.cfs_quota_us")) != NULL) {
-                if (fscanf(f, "%ld", &quota) != 1)
-                    quota = -1;
-                fclose(f);
-            }
-            if ((f = open_cgroup_file(dir, cg, "cpu.cfs_period_us")) != NULL) {
-                if (fscanf(f, "%ld", &period) != 1)
-                    period = 0;
-                fclose(f);
-            }
-        }
-    }
-    fclose(fp);
-    return quota > 0 && period > 0 ? (unsigned)((quota + period - 1) / period) : 0;
-}
-
-/* CPUs this process may use: its affinity mask, lowered by a cgroup CPU quota (docker --cpus) if any. */
-static unsigned usable_cpus(void)
-{
-    unsigned n = 1, q;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        n = (unsigned)CPU_COUNT(&set);
-    if ((q = cgroup_cpu_limit()) != 0 && q < n)
-        n = q;
-    return n < 1 ? 1 : n;
+    preon_thread_t *thr = preon_thread_of(req);
+    size_t napp = service->nroutes, route = own_route(thr->cfg, req->path_normalized);
+    (void)self;
+    if (route != PREON_ROUTE__EXTRA)
+        route += napp;
+    else if ((route = service->route_of(req)) >= napp)
+        route = napp + PREON_ROUTE_UNMATCHED;
+    preon_observe_request(&thr->http, thr->cfg, thr->index, (unsigned)route, req);
 }
 
 static int open_listener(const preon_config_t *cfg, char *err, size_t errlen)
@@ -314,7 +303,8 @@ static void *thread_main(void *arg)
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->close_receiver);
     h2o_timeout_dispose(thr->loop, &thr->request_timeout);
     h2o_timeout_dispose(thr->loop, &thr->accept_pause);
-    preon_app_thread_dispose(thr);
+    service->thread_dispose(thr->app);
+    thr->app = NULL;
     preon_log_detach();
     return NULL;
 }
@@ -332,6 +322,8 @@ static void setup_globalconf(const preon_config_t *cfg)
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     root_handler_t *h = (root_handler_t *)h2o_create_handler(path, sizeof(*h));
     h->super.on_req = on_req;
+    h2o_logger_t *logger = h2o_create_logger(path, sizeof(*logger));
+    logger->log_access = on_log_access;
 }
 
 /* Like Go's runtime: lift the soft limit on open files to the hard one, so that server.max_connections rather
@@ -349,57 +341,127 @@ static unsigned long long raise_fd_limit(void)
     return (unsigned long long)rl.rlim_cur;
 }
 
-int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
+/* The route labels of the counters: the service's routes, then the server's own paths. */
+static void make_route_labels(const preon_config_t *cfg)
 {
-    nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : usable_cpus();
-    threads = calloc(nthreads, sizeof(*threads));
-    if (threads == NULL)
-        abort();
-    signal(SIGPIPE, SIG_IGN);
-    /* Connections stop short of the open files limit, leaving room for the loops, listeners, database
-     * connections and logs: over it they are refused (accepted and closed) rather than left in the backlog. */
+    size_t napp = service->nroutes;
+    nroutes = napp + PREON_ROUTE__EXTRA;
+    route_labels = preon_calloc(nroutes, sizeof(*route_labels));
+    for (size_t r = 0; r < napp; r++)
+        route_labels[r] = service->route_label(r);
+    route_labels[napp + PREON_ROUTE_LIVE] = cfg->health.live_path;
+    route_labels[napp + PREON_ROUTE_READY] = cfg->health.ready_path;
+    route_labels[napp + PREON_ROUTE_METRICS] = cfg->metrics.path;
+    route_labels[napp + PREON_ROUTE_UNMATCHED] = "unmatched";
+}
+
+/* Connections stop short of the open files limit, leaving room for the loops, listeners, database connections and
+ * logs: over it they are refused (accepted and closed) rather than left in the backlog. Returns the limit. */
+static unsigned long long limit_connections(const preon_config_t *cfg)
+{
     unsigned long long nofile = raise_fd_limit(),
                        reserve = 64 + nthreads * (8 + 2 * (unsigned long long)cfg->database.connections_per_thread);
     max_conns = (uint64_t)cfg->server.max_connections;
     if (nofile != RLIM_INFINITY && nofile < max_conns + reserve)
         max_conns = nofile > reserve + 16 ? nofile - reserve : 16;
-    preon_observe_init();
+    return nofile;
+}
+
+/* Everything a loop thread owns, set up before its loop runs, so that a signal arriving at once finds every
+ * receiver registered. Returns 0, or -1 with the reason in `err`. */
+static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_t *cfg, const preon_db_target_t *target, char *err,
+                        size_t errlen)
+{
+    int fd = open_listener(cfg, err, errlen);
+    if (fd < 0)
+        return -1;
+    char tag[16];
+    snprintf(tag, sizeof(tag), "t%u", index);
+    thr->index = index;
+    thr->cfg = cfg;
+    thr->loop = h2o_evloop_create();
+    thr->listener = h2o_evloop_socket_create(thr->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    thr->listen_fd = fd;
+    thr->spare_fd = dup(fd);
+    thr->listener->data = thr;
+    h2o_context_init(&thr->ctx, thr->loop, &globalconf);
+    thr->accept_ctx.ctx = &thr->ctx;
+    thr->accept_ctx.hosts = globalconf.hosts;
+    h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
+    h2o_multithread_register_receiver(thr->ctx.queue, &thr->close_receiver, on_close_listener);
+    preon_http_metrics_init(&thr->http, nroutes);
+    h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
+    h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
+    thr->accept_pause_entry.cb = on_accept_resume;
+    thr->db = preon_db_pool_create(thr->loop, cfg, target, service->statements, service->nstatements, tag);
+    thr->app = service->thread_init(index);
+    return 0;
+}
+
+/*
+ * The stop comes in two phases (see on_close_listener): readiness turns 503 at once, the listeners stay open for
+ * drain_delay_ms so that a load balancer notices, then every listener closes, then the loops drain. A second
+ * signal at any point exits at once.
+ */
+static void stop_threads(const preon_config_t *cfg, const sigset_t *set, int sig)
+{
+    __atomic_store_n(&draining, 1, __ATOMIC_RELAXED);
+    preon_log_info("%s: draining (listeners close in %d ms; requests in flight get up to %d ms)",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->server.drain_delay_ms, cfg->server.shutdown_timeout_ms);
+    if (cfg->server.drain_delay_ms > 0)
+        exit_on_signal(set, cfg->server.drain_delay_ms * 1000000L);
+    for (unsigned i = 0; i < nthreads; i++)
+        h2o_multithread_send_message(&threads[i].close_receiver, &threads[i].close_msg);
+    /* Until every listener is closed (bounded: a loop stuck for a second must not hold the drain back). */
+    for (int waited_ms = 0; __atomic_load_n(&listeners_closed, __ATOMIC_ACQUIRE) < nthreads && waited_ms < 1000; waited_ms++)
+        exit_on_signal(set, 1000000L);
+    for (unsigned i = 0; i < nthreads; i++)
+        h2o_multithread_send_message(&threads[i].receiver, &threads[i].stop_msg);
+}
+
+/* Joins every loop thread (a second signal meanwhile exits at once), then frees what they shared. */
+static void join_threads(const sigset_t *set)
+{
+    for (unsigned i = 0; i < nthreads; i++) {
+        struct timespec ts;
+        for (;;) {
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 20 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000)
+                ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            if (pthread_timedjoin_np(threads[i].tid, NULL, &ts) == 0)
+                break;
+            exit_on_signal(set, 0);
+        }
+    }
+    /* Only now: until every thread had joined, any of them could read every pool for a scrape. */
+    for (unsigned i = 0; i < nthreads; i++) {
+        preon_db_pool_destroy(threads[i].db);
+        threads[i].db = NULL;
+        preon_http_metrics_dispose(&threads[i].http);
+    }
+}
+
+int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_service_t *svc)
+{
     char err[256];
-    if (preon_app_init(err, sizeof(err)) != 0) {
+    service = svc;
+    nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon_usable_cpus();
+    threads = preon_calloc(nthreads, sizeof(*threads));
+    signal(SIGPIPE, SIG_IGN);
+    unsigned long long nofile = limit_connections(cfg);
+    preon_observe_init();
+    if (service->init(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "preon: %s\n", err);
         return PREON_EINVAL;
     }
+    make_route_labels(cfg);
     setup_globalconf(cfg);
-
     for (unsigned i = 0; i < nthreads; i++) {
-        int fd = open_listener(cfg, err, sizeof(err));
-        if (fd < 0) {
+        if (setup_thread(&threads[i], i, cfg, target, err, sizeof(err)) != 0) {
             fprintf(stderr, "preon: %s\n", err);
             return PREON_EIO;
         }
-        threads[i].index = i;
-        threads[i].cfg = cfg;
-        threads[i].loop = h2o_evloop_create();
-        threads[i].listener = h2o_evloop_socket_create(threads[i].loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-        threads[i].listen_fd = fd;
-        threads[i].spare_fd = dup(fd);
-        threads[i].listener->data = &threads[i];
-        /* The rest of the thread's state is set up here, before its loop runs, so that a signal arriving at once
-         * finds every receiver registered. */
-        preon_thread_t *thr = &threads[i];
-        char tag[16];
-        snprintf(tag, sizeof(tag), "t%u", i);
-        h2o_context_init(&thr->ctx, thr->loop, &globalconf);
-        thr->accept_ctx.ctx = &thr->ctx;
-        thr->accept_ctx.hosts = globalconf.hosts;
-        h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
-        h2o_multithread_register_receiver(thr->ctx.queue, &thr->close_receiver, on_close_listener);
-        preon_rand_seed(&thr->rand);
-        preon_http_metrics_init(&thr->http);
-        h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
-        h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
-        thr->accept_pause_entry.cb = on_accept_resume;
-        thr->db = preon_db_pool_create(thr->loop, cfg, target, preon_statements, PREON_STMT__COUNT, tag);
     }
 
     /* Signals go to the main thread alone: the loops inherit a mask that blocks them. */
@@ -419,41 +481,9 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target)
 
     int sig;
     sigwait(&set, &sig);
-    /* Readiness turns 503 at once; the listeners stay open for drain_delay_ms so that a load balancer notices
-     * before connections are refused. A second signal meanwhile: stop now. */
-    __atomic_store_n(&draining, 1, __ATOMIC_RELAXED);
-    preon_log_info("%s: draining (listeners close in %d ms; requests in flight get up to %d ms)",
-                   sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->server.drain_delay_ms, cfg->server.shutdown_timeout_ms);
-    if (cfg->server.drain_delay_ms > 0) {
-        exit_on_signal(&set, cfg->server.drain_delay_ms * 1000000L);
-    }
-    for (unsigned i = 0; i < nthreads; i++)
-        h2o_multithread_send_message(&threads[i].close_receiver, &threads[i].close_msg);
-    /* Until every listener is closed (bounded: a loop stuck for a second must not hold the drain back). */
-    for (int waited_ms = 0; __atomic_load_n(&listeners_closed, __ATOMIC_ACQUIRE) < nthreads && waited_ms < 1000; waited_ms++)
-        exit_on_signal(&set, 1000000L);
-    for (unsigned i = 0; i < nthreads; i++)
-        h2o_multithread_send_message(&threads[i].receiver, &threads[i].stop_msg);
-
-    /* A second signal while draining means: stop now. A helper thread waits for it while we join the loops. */
-    for (unsigned i = 0; i < nthreads; i++) {
-        struct timespec ts;
-        for (;;) {
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 20 * 1000 * 1000;
-            if (ts.tv_nsec >= 1000000000)
-                ts.tv_sec++, ts.tv_nsec -= 1000000000;
-            if (pthread_timedjoin_np(threads[i].tid, NULL, &ts) == 0)
-                break;
-            exit_on_signal(&set, 0);
-        }
-    }
-    for (unsigned i = 0; i < nthreads; i++) {
-        preon_db_pool_destroy(threads[i].db);
-        threads[i].db = NULL;
-        preon_http_metrics_dispose(&threads[i].http);
-    }
-    preon_app_dispose();
+    stop_threads(cfg, &set, sig);
+    join_threads(&set);
+    service->dispose();
     preon_log_info("stopped");
     return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "preon/alloc.h"
 #include "preon/template.h"
 
 /* A compiled template is a flat list of operations over one copy of the source text. */
@@ -33,10 +34,10 @@ static int line_of(const char *text, const char *at)
 
 preon_template_t *preon_template_compile(const char *text, size_t len, char *err, size_t errlen)
 {
-    preon_template_t *t = calloc(1, sizeof(*t));
-    if (t == NULL || (t->source = malloc(len + 1)) == NULL || (t->names = malloc(len + 1)) == NULL ||
-        (t->ops = calloc(len + 1, sizeof(op_t))) == NULL)
-        abort();
+    preon_template_t *t = preon_calloc(1, sizeof(*t));
+    t->source = preon_malloc(len + 1);
+    t->names = preon_malloc(len + 1);
+    t->ops = preon_calloc(len + 1, sizeof(op_t));
     memcpy(t->source, text, len);
     t->source[len] = '\0';
     const char *p = t->source, *end = t->source + len;

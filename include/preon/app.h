@@ -4,8 +4,10 @@
 
 #include <h2o.h>
 #include "preon/db.h"
+#include "preon/rand.h"
 #include "preon/router.h"
 #include "preon/server.h"
+#include "preon/service.h"
 
 /* The service itself: its statements, its routes, and the handlers behind them (src/handlers/). */
 
@@ -29,33 +31,40 @@ extern const preon_db_statement_t preon_statements[PREON_STMT__COUNT];
 extern const preon_route_t preon_routes[];
 extern const size_t preon_nroutes;
 
-/** Compiles the templates; returns 0, or a negative code with the reason in `err`. Call once, before the threads. */
-int preon_app_init(char *err, size_t errlen);
+/** The service the server runs (routes.c): the routes above, the statements, the handlers below. */
+extern const preon_service_t preon_app;
 
-/** Frees what preon_app_init made. */
-void preon_app_dispose(void);
+/** What the handlers keep per thread (the service's thread state). */
+typedef struct st_preon_app_thread_t {
+    preon_rand_t rand;    /* ids and numbers for the TechEmpower endpoints */
+    int32_t *world_cache; /* randomNumber by id for /cached-queries, filled on first use; NULL until then */
+} preon_app_thread_t;
 
-/** Frees what a thread's handlers kept (the World cache). Call on that thread, after its loop ends. */
-void preon_app_thread_dispose(preon_thread_t *thr);
+/** The calling thread's handler state. */
+static inline preon_app_thread_t *preon_app_thread(h2o_req_t *req)
+{
+    return preon_thread_of(req)->app;
+}
 
-/** Routes `req` and answers it (404/405 itself, else through the route's handler). Returns 0. */
-int preon_app_handle(preon_thread_t *thr, h2o_req_t *req);
+/** /fortunes' template, compiled once (fortunes.c): 0, or -1 with the reason in `err`. Main thread, start-up. */
+int preon_fortunes_init(char *err, size_t errlen);
+void preon_fortunes_dispose(void);
 
 /** Handlers. */
-int preon_hello_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_create(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_update(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_fruits_delete(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+void preon_hello_get(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_get(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_create(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_update(h2o_req_t *req, h2o_iovec_t param);
+void preon_fruits_delete(h2o_req_t *req, h2o_iovec_t param);
 /* TechEmpower's test types */
-int preon_tfb_plaintext(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_json(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_db(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_updates(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_cached_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
-int preon_tfb_fortunes(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_plaintext(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_json(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_db(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_queries(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param);
+void preon_tfb_fortunes(h2o_req_t *req, h2o_iovec_t param);
 
 /** Rows in TFB's World table; ids and randomNumbers are uniform in 1..PREON_WORLD_ROWS. */
 #define PREON_WORLD_ROWS 10000
@@ -97,8 +106,8 @@ h2o_req_t *preon_dbreq_req(preon_dbreq_t *r);
 /** Sets query `i`: statement, flags (PREON_DB_WRITE) and text parameters, which are copied. */
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params);
 
-/** For a dbreq that continues another's work (a second step): it inherits the request's route, start time and
- * deadline (server.request_timeout_ms counts from the first step). Call from `prev`'s on_done. */
+/** For a dbreq that continues another's work (a second step): it inherits the request's deadline
+ * (server.request_timeout_ms counts from the first step). Call from `prev`'s on_done. */
 void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev);
 
 /** Sends the queries. If they cannot be queued, answers the request (503) and frees the dbreq at once. */

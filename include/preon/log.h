@@ -18,6 +18,9 @@ typedef enum { PREON_LOG_TEXT = 0, PREON_LOG_JSON } preon_log_format_t;
 extern preon_log_level_t preon_log_level;
 extern preon_log_format_t preon_log_format;
 
+/** The levels' names, by preon_log_level_t, then NULL (config.c's enum of log.level uses it too). */
+extern const char *const preon_log_level_names[];
+
 /** Parses "error", "warn", "info" or "debug"; returns the level or -1. */
 int preon_log_level_parse(const char *s);
 

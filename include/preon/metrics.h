@@ -30,7 +30,7 @@ static inline uint64_t preon_now_ns(void)
 
 /** Latency buckets' upper bounds in seconds (Prometheus `le`), shared by every histogram. */
 #define PREON_HIST_BUCKETS 14
-extern const double preon_hist_bounds[PREON_HIST_BUCKETS];
+extern const uint64_t preon_hist_bounds_ns[PREON_HIST_BUCKETS]; /* in ns; printed in seconds */
 
 typedef struct st_preon_hist_t {
     uint64_t bucket[PREON_HIST_BUCKETS]; /* not cumulative: observations whose bucket is exactly this one */

@@ -3,43 +3,68 @@
 #define PREON_OBSERVE_H
 
 #include <h2o.h>
+#include "preon/config.h"
+#include "preon/db.h"
 #include "preon/metrics.h"
-#include "preon/server.h"
 
 /*
- * What each thread counts about HTTP, and the /metrics, /health/live and /health/ready answers built from every
- * thread's counters. Route ids are the index in preon_routes, followed by the built-in ones below.
+ * What each thread counts about HTTP, and the /metrics, /health/live and /health/ready answers. The answers are
+ * rendered from a snapshot the server takes for them (its own copy of every thread's counters, summed): nothing
+ * here reads another thread's objects. Route ids: the service's routes first, then the server's own below.
  */
 enum {
-    PREON_ROUTE_LIVE = 0, /* offsets after preon_nroutes */
+    PREON_ROUTE_LIVE = 0, /* offsets after the service's routes */
     PREON_ROUTE_READY,
     PREON_ROUTE_METRICS,
     PREON_ROUTE_UNMATCHED,
     PREON_ROUTE__EXTRA
 };
 
-/** Allocates a thread's counters (zero). */
-void preon_http_metrics_init(preon_http_metrics_t *m);
+/** Allocates a thread's counters (zero) for `nroutes` route ids. */
+void preon_http_metrics_init(preon_http_metrics_t *m, size_t nroutes);
 void preon_http_metrics_dispose(preon_http_metrics_t *m);
 
 /** Records process start (for process_start_time_seconds) and opens /proc/self/statm. Main thread, start-up. */
 void preon_observe_init(void);
 
 /**
- * Counts one answered request (route id, method index from preon_method_index, HTTP status, start time from
- * preon_now_ns) on the calling thread and writes its access line if log.access is on. `req` may be NULL when
- * the client went away (status 499). Owner thread only.
+ * Counts one request in `m` (its `route` id, method, status, and time since h2o began it) and writes its access line
+ * if log.access is on. Called once per request, as h2o disposes of it, whatever answered it: a handler, a database
+ * callback, a timeout; status 499 when nothing did. The thread that owns `m` only.
  */
-void preon_observe(preon_thread_t *thr, h2o_req_t *req, unsigned route, unsigned method, int status, uint64_t start_ns);
+void preon_observe_request(preon_http_metrics_t *m, const preon_config_t *cfg, unsigned thread, unsigned route, h2o_req_t *req);
 
-/** Index of a method for the counters (PREON_METHODS - 1 for any other). */
-unsigned preon_method_index(const char *method, size_t len);
+/** Every thread's counters, summed into memory of the scrape's own. */
+typedef struct st_preon_snapshot_t {
+    const preon_config_t *cfg;
+    size_t nroutes;                  /* route ids */
+    const char *const *route_labels; /* [nroutes]: "/fruits/{id}", a health path, "unmatched" */
+    uint64_t *requests;              /* [route][method][status index] */
+    preon_hist_t *durations;         /* [route] */
+    uint64_t conns_open, conns_accepted, conns_refused;
+    const preon_db_statement_t *statements;
+    size_t nstatements;
+    uint64_t (*queries)[PREON_DB_OUTCOMES]; /* [statement][outcome] */
+    preon_hist_t *query_durations;          /* [statement] */
+    preon_db_stats_t db;                    /* summed over threads */
+    unsigned nthreads;
+    unsigned threads_without_db; /* threads with no connection ready */
+    int draining;
+} preon_snapshot_t;
 
-/** Answers the Prometheus scrape, summing every thread's counters. */
-void preon_metrics_reply(preon_thread_t *thr, h2o_req_t *req);
+/** Prepares `s` for `nroutes` routes and `nstatements` statements, zeroed, in `pool`. */
+void preon_snapshot_init(preon_snapshot_t *s, h2o_mem_pool_t *pool, size_t nroutes, size_t nstatements);
 
-/** Answers liveness (always UP while the loop answers) and readiness (database and drain checks). */
-void preon_health_live_reply(preon_thread_t *thr, h2o_req_t *req);
-void preon_health_ready_reply(preon_thread_t *thr, h2o_req_t *req);
+/** Adds one thread's HTTP counters into `s` (relaxed reads of counters the owner writes). */
+void preon_snapshot_add_http(preon_snapshot_t *s, const preon_http_metrics_t *m);
+
+/** Answers the Prometheus scrape from `s`. */
+void preon_metrics_reply(h2o_req_t *req, const preon_snapshot_t *s);
+
+/** Answers liveness (always UP while the loop answers). */
+void preon_health_live_reply(h2o_req_t *req);
+
+/** Answers readiness from `s`: every thread has a database connection, and no drain is under way. */
+void preon_health_ready_reply(h2o_req_t *req, const preon_snapshot_t *s);
 
 #endif

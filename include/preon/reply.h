@@ -19,6 +19,9 @@ void preon_reply_errno(h2o_req_t *req, int err);
 /** Sends `status` with no body and no Content-Length (for 204). */
 void preon_reply_empty(h2o_req_t *req, int status);
 
+/** Answers 405 with an Allow header listing `allow` (PREON_M_* bits). */
+void preon_reply_method_not_allowed(h2o_req_t *req, unsigned allow);
+
 /** Sends `body` (static or pool memory) with the given Content-Type. */
 void preon_reply_text(h2o_req_t *req, int status, const char *content_type, size_t ctlen, const char *body, size_t len);
 

@@ -13,13 +13,11 @@
 #define PREON_M_PATCH 0x20u
 #define PREON_M_OPTIONS 0x40u
 
-struct st_preon_thread_t;
-
 /**
- * A request handler. `param` is the path segment that matched the route's "{…}" (empty when it has none; it
- * points into the request). Returns 0; the handler answers the request, now or later from a callback.
+ * A request handler: it answers `req`, now or later from a callback (its thread is preon_thread_of(req)). `param` is
+ * the path segment that matched the route's "{…}" (empty when it has none; it points into the request).
  */
-typedef int (*preon_handler_fn)(struct st_preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param);
+typedef void (*preon_handler_fn)(h2o_req_t *req, h2o_iovec_t param);
 
 typedef struct st_preon_route_t {
     const char *pattern; /* "/hello", or "/fruits/{id}": a trailing "{…}" matches one non-empty-or-empty segment */
@@ -36,6 +34,12 @@ typedef struct st_preon_match_t {
 
 /** Returns the PREON_M_* bit of a method name, or 0 for a method preon does not know. */
 unsigned preon_method_bit(const char *method, size_t len);
+
+/** Index of a method for the counters: log2 of its PREON_M_* bit, or PREON_METHODS - 1 for any other. */
+unsigned preon_method_index(const char *method, size_t len);
+
+/** The name of a method index ("other" for PREON_METHODS - 1). */
+const char *preon_method_name(unsigned index);
 
 /**
  * Finds the route for (method, path) in `routes` (`n` entries, earlier ones win). `path` excludes the query

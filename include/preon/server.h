@@ -7,7 +7,7 @@
 #include "preon/config.h"
 #include "preon/db.h"
 #include "preon/metrics.h"
-#include "preon/rand.h"
+#include "preon/service.h"
 
 /**
  * Everything one event-loop thread owns: its loop, h2o context, listener, database pool and counters. Nothing
@@ -36,15 +36,10 @@ typedef struct st_preon_thread_t {
     int draining;                  /* SIGTERM seen: no new connections, finish what is in flight */
     uint64_t drain_deadline;       /* loop time after which the thread exits even with requests pending */
     size_t pending;                /* requests waiting for the database */
-    preon_rand_t rand;             /* ids and numbers for the TechEmpower endpoints */
-    int32_t *world_cache;          /* randomNumber by id for /cached-queries, filled on first use; NULL until then */
+    void *app;                     /* the service's own state for this thread (its thread_init's) */
     preon_http_metrics_t http;     /* written by this thread, read by scrapes on any thread */
     h2o_timeout_t request_timeout; /* server.request_timeout_ms, for requests waiting on the database */
-    struct {
-        unsigned route, method;
-        uint64_t start_ns;
-    } cur;                    /* the request being dispatched, for handlers that answer later */
-    uint64_t last_request_ns; /* when the last request was dispatched, to let a drain settle */
+    uint64_t last_request_ns;      /* when the last request was dispatched, to let a drain settle */
 } preon_thread_t;
 
 /** The thread that owns `req`. */
@@ -53,17 +48,12 @@ static inline preon_thread_t *preon_thread_of(h2o_req_t *req)
     return (preon_thread_t *)req->conn->ctx;
 }
 
-/** Every thread (for scrapes and readiness checks); `*n` receives their number. Any thread, after start-up. */
-preon_thread_t *preon_server_threads(unsigned *n);
-
-/** Whether SIGTERM/SIGINT started a drain. Any thread. */
-int preon_server_draining(void);
-
 /**
- * Binds the listeners, starts cfg->server.threads event loops (0: one per CPU), serves until SIGTERM or SIGINT,
- * then drains (bounded by server.shutdown_timeout_ms) and returns 0; or returns a negative code after printing
- * why start-up failed. Call from the main thread with `cfg` fully loaded; `cfg` and `target` are borrowed.
+ * Binds the listeners, starts cfg->server.threads event loops (0: one per usable CPU) running `service`, serves until
+ * SIGTERM or SIGINT, then drains (bounded by server.shutdown_timeout_ms) and returns 0; or returns a negative code
+ * after printing why start-up failed. The server answers the health and metrics paths itself and counts every
+ * request. Call from the main thread with `cfg` fully loaded; `cfg`, `target` and `service` are borrowed.
  */
-int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target);
+int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_service_t *service);
 
 #endif

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <openssl/ssl.h>
+#include "preon/alloc.h"
 #include "db/internal.h"
 #include "preon/errors.h"
 #include "preon/log.h"
@@ -38,11 +40,9 @@ void preon_db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, unsigned inde
     c->unsent_tail = &c->unsent_head;
     c->done_tail = &c->done_head;
     c->backoff_ms = pool->cfg->database.reconnect_min_ms;
-    c->prepared = calloc(pool->nstmts ? pool->nstmts : 1, 1);
+    c->prepared = preon_calloc(pool->nstmts ? pool->nstmts : 1, 1);
     c->ring_cap = 64;
-    c->ring = malloc(c->ring_cap * sizeof(*c->ring));
-    if (c->prepared == NULL || c->ring == NULL)
-        abort();
+    c->ring = preon_malloc(c->ring_cap * sizeof(*c->ring));
 }
 
 static void close_socket(preon_db_conn_t *c)
@@ -121,9 +121,7 @@ static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_
 {
     if (c->ring_count == c->ring_cap) {
         /* Grow and unwrap: the ring is at most a few thousand entries (database.max_queued bounds it). */
-        entry_t *nr = malloc(c->ring_cap * 2 * sizeof(*nr));
-        if (nr == NULL)
-            abort();
+        entry_t *nr = preon_malloc(c->ring_cap * 2 * sizeof(*nr));
         for (size_t i = 0; i < c->ring_count; i++)
             nr[i] = c->ring[(c->ring_head + i) % c->ring_cap];
         free(c->ring);
@@ -227,9 +225,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     /* Detach everything before the callbacks run: they may submit new queries, which must not land here. */
     entry_t *ring = c->ring;
     size_t head = c->ring_head, count = c->ring_count, cap = c->ring_cap;
-    c->ring = malloc(cap * sizeof(*c->ring));
-    if (c->ring == NULL)
-        abort();
+    c->ring = preon_malloc(cap * sizeof(*c->ring));
     c->ring_head = c->ring_count = 0;
     c->sends_in_flight = 0;
     preon_db_query_t *unsent = c->unsent_head, *done = c->done_head;
@@ -249,7 +245,9 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
             preon_db_pool_fail_query(c->pool, e->q, lost, why);
     }
     free(ring);
-    fail_list(c->pool, unsent, err == PREON_ESHUTDOWN ? err : PREON_ENOTCONN, why);
+    /* Never sent: the database did not see them. Behind a stuck query (held back by database.pipeline_depth) they
+     * waited on it as the others did, so they time out with it; otherwise they were simply not sent. */
+    fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, why);
 }
 
 static void flush(preon_db_conn_t *c)
@@ -550,6 +548,13 @@ static size_t read_results(preon_db_conn_t *c)
     return taken;
 }
 
+/* Bytes OpenSSL has read (and decrypted, or buffered ahead) that libpq has not taken yet. */
+static int tls_pending(PGconn *pg)
+{
+    SSL *ssl = PQsslInUse(pg) ? PQsslStruct(pg, "OpenSSL") : NULL;
+    return ssl != NULL && SSL_has_pending(ssl);
+}
+
 /* Readable or writable: libpq finds socket errors itself, so h2o's `err` adds nothing. */
 static void on_io(preon_db_conn_t *c)
 {
@@ -568,16 +573,15 @@ static void on_io(preon_db_conn_t *c)
     if (c->ring_count == 0)
         (void)PQisBusy(c->pg);
     read_results(c);
-    /* Over TLS, PQconsumeInput takes what fits in libpq's buffer: the rest of a record OpenSSL has decrypted stays
-     * inside OpenSSL, where epoll cannot see it, and would wait for the next bytes from the server. So read again
-     * (once at least, which empties OpenSSL), and on while that still completes results. */
-    for (int i = 0; i < 64 && c->pg != NULL && c->ring_count != 0 && PQsslInUse(c->pg); i++) {
+    /* Over TLS, PQconsumeInput takes what fits in libpq's buffer (at least 8 KiB free): the rest of a record of up to
+     * 16 KiB stays decrypted inside OpenSSL, where epoll cannot see it, and would wait for the server's next bytes
+     * (a TLS-terminating pooler writes full records). Read on while OpenSSL holds some. */
+    while (c->pg != NULL && tls_pending(c->pg)) {
         if (!PQconsumeInput(c->pg)) {
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
         }
-        if (read_results(c) == 0)
-            break;
+        read_results(c);
     }
     if (c->pg == NULL)
         return;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include <string.h>
+#include "preon/alloc.h"
 #include "db/internal.h"
 #include "preon/errors.h"
 #include "preon/log.h"
@@ -25,9 +26,7 @@ static uint64_t tick_ms(const preon_config_t *cfg)
 preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
                                       const preon_db_statement_t *statements, size_t nstatements, const char *tag)
 {
-    preon_db_pool_t *pool = calloc(1, sizeof(*pool));
-    if (pool == NULL)
-        abort();
+    preon_db_pool_t *pool = preon_calloc(1, sizeof(*pool));
     pool->loop = loop;
     pool->cfg = cfg;
     pool->stmts = statements;
@@ -41,14 +40,10 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
     pool->tick_entry.cb = on_tick;
     h2o_timeout_link(loop, &pool->tick_timeout, &pool->tick_entry);
 
-    pool->outcomes = calloc(nstatements ? nstatements : 1, sizeof(*pool->outcomes));
-    pool->durations = calloc(nstatements ? nstatements : 1, sizeof(*pool->durations));
-    if (pool->outcomes == NULL || pool->durations == NULL)
-        abort();
+    pool->outcomes = preon_calloc(nstatements ? nstatements : 1, sizeof(*pool->outcomes));
+    pool->durations = preon_calloc(nstatements ? nstatements : 1, sizeof(*pool->durations));
     pool->nconns = (unsigned)cfg->database.connections_per_thread;
-    pool->conns = calloc(pool->nconns, sizeof(*pool->conns));
-    if (pool->conns == NULL)
-        abort();
+    pool->conns = preon_calloc(pool->nconns, sizeof(*pool->conns));
     for (unsigned i = 0; i < pool->nconns; i++)
         preon_db_conn_init(&pool->conns[i], pool, i);
     for (unsigned i = 0; i < pool->nconns; i++)

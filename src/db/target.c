@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include "preon/alloc.h"
 #include "db/internal.h"
 #include "preon/conninfo.h"
 #include "preon/errors.h"
@@ -33,10 +34,8 @@ static void add(preon_db_target_t *t, const char *k, const char *v)
 {
     if (t->n == MAX_KEYWORDS)
         return;
-    t->keywords[t->n] = strdup(k);
-    t->values[t->n] = strdup(v);
-    if (t->keywords[t->n] == NULL || t->values[t->n] == NULL)
-        abort();
+    t->keywords[t->n] = preon_strdup(k);
+    t->values[t->n] = preon_strdup(v);
     t->n++;
 }
 
@@ -54,8 +53,7 @@ static void set(preon_db_target_t *t, const char *k, const char *v)
     for (size_t i = 0; i < t->n; i++) {
         if (strcmp(t->keywords[i], k) == 0) {
             free((void *)t->values[i]);
-            if ((t->values[i] = strdup(v)) == NULL)
-                abort();
+            t->values[i] = preon_strdup(v);
             return;
         }
     }
@@ -134,8 +132,7 @@ static unsigned split(const char *list, char **items)
     for (const char *p = list; n < MAX_HOSTS; n++) {
         const char *end = strchr(p, ',');
         size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-        if ((items[n] = strndup(p, len)) == NULL)
-            abort();
+        items[n] = preon_strndup(p, len);
         if (end == NULL) {
             n++;
             break;
@@ -153,9 +150,7 @@ static const char *rotate(preon_db_target_t *t, const char *list, unsigned k)
     const char *out = list;
     if (n == t->nhosts) {
         size_t cap = strlen(list) + 2, len = 0;
-        char *buf = malloc(cap);
-        if (buf == NULL)
-            abort();
+        char *buf = preon_malloc(cap);
         for (unsigned i = 0; i < n; i++)
             len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? "," : "", items[(k + i) % n]);
         out = buf;
@@ -183,13 +178,11 @@ static void prepare_rotations(preon_db_target_t *t)
     char *ports[MAX_HOSTS];
     unsigned nports = port != NULL ? split(port, ports) : 0;
     for (unsigned i = 0; i < t->nhosts; i++)
-        if ((t->ports[i] = strdup(nports == t->nhosts ? ports[i] : nports == 1 ? ports[0] : "5432")) == NULL)
-            abort();
+        t->ports[i] = preon_strdup(nports == t->nhosts ? ports[i] : nports == 1 ? ports[0] : "5432");
     for (unsigned i = 0; i < nports; i++)
         free(ports[i]);
     for (unsigned k = 1; k < t->nhosts; k++) {
-        if ((t->rot[k] = calloc(MAX_KEYWORDS + 1, sizeof(char *))) == NULL)
-            abort();
+        t->rot[k] = preon_calloc(MAX_KEYWORDS + 1, sizeof(char *));
         for (size_t i = 0; i < t->n; i++) {
             const char *kw = t->keywords[i];
             int listed = strcmp(kw, "host") == 0 || strcmp(kw, "hostaddr") == 0 || strcmp(kw, "port") == 0;
@@ -233,9 +226,7 @@ preon_db_target_t *preon_db_target_create(const char *url, int client_check_ms, 
         PQfreemem(perr);
         return NULL;
     }
-    preon_db_target_t *t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        abort();
+    preon_db_target_t *t = preon_calloc(1, sizeof(*t));
     for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
         if (o->val != NULL && o->val[0] != '\0')
             add(t, o->keyword, o->val);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include <string.h>
+#include "preon/alloc.h"
 #include "preon/app.h"
 #include "preon/errors.h"
-#include "preon/observe.h"
 #include "preon/reply.h"
 
 /*
@@ -20,20 +20,18 @@ typedef struct {
     preon_db_query_t q; /* first: the db callbacks get &slot->q */
     preon_dbreq_t *owner;
     size_t index;
-    char *params; /* one malloc holding the parameters' text */
+    char *params;  /* the parameters' text when it does not fit in `text` (one malloc); else NULL */
+    char text[24]; /* short parameters (ids, numbers: /queries=500 needs no malloc for them) */
 } slot_t;
 
 struct st_preon_dbreq_t {
     h2o_req_t *req; /* NULL once the request is gone, or answered early (request timeout) */
     guard_t *guard;
     preon_thread_t *thr;
-    unsigned route, method; /* for the counters, from the dispatch */
-    uint64_t start_ns;
     h2o_timeout_entry_t deadline; /* server.request_timeout_ms */
     const preon_dbreq_ops_t *ops;
     size_t n, pending;
     int fail_status; /* 0, or the status to answer with */
-    int answered;    /* answered early (request timeout) */
     char fail_message[256];
     void *data;
     slot_t slots[];
@@ -48,14 +46,9 @@ static void on_guard_dispose(void *_guard)
 
 preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, const preon_dbreq_ops_t *ops)
 {
-    preon_dbreq_t *r = calloc(1, sizeof(*r) + n * sizeof(slot_t) + datasize);
-    if (r == NULL)
-        abort();
+    preon_dbreq_t *r = preon_calloc(1, sizeof(*r) + n * sizeof(slot_t) + datasize);
     r->req = req;
     r->thr = preon_thread_of(req);
-    r->route = r->thr->cur.route;
-    r->method = r->thr->cur.method;
-    r->start_ns = r->thr->cur.start_ns;
     r->ops = ops;
     r->n = n;
     r->data = (char *)(r->slots + n);
@@ -84,9 +77,6 @@ static void on_deadline(h2o_timeout_entry_t *entry);
 
 void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev)
 {
-    next->route = prev->route;
-    next->method = prev->method;
-    next->start_ns = prev->start_ns;
     /* The second step keeps the request's deadline: its entry takes the first step's place in the timeout list
      * (same registration time, same position, so the list stays in order), instead of a fresh request_timeout_ms. */
     if (h2o_timeout_is_linked(&prev->deadline)) {
@@ -111,8 +101,8 @@ void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, 
     s->q.on_result = on_result;
     s->q.on_error = on_error;
     free(s->params);
-    s->params = total != 0 ? malloc(total) : NULL;
-    char *p = s->params;
+    s->params = total > sizeof(s->text) ? preon_malloc(total) : NULL;
+    char *p = s->params != NULL ? s->params : s->text;
     for (int k = 0; k < nparams && k < PREON_DB_MAX_PARAMS; k++) {
         size_t len = strlen(params[k]) + 1;
         memcpy(p, params[k], len);
@@ -142,11 +132,6 @@ static void complete(preon_dbreq_t *r)
             preon_reply_error(req, r->fail_status, r->fail_message);
         else
             r->ops->on_done(r, req);
-        /* a second step (the write of /updates) takes over the request and counts it when it answers */
-        if (req->res.status != 0)
-            preon_observe(r->thr, req, r->route, r->method, req->res.status, r->start_ns);
-    } else if (!r->answered) {
-        preon_observe(r->thr, NULL, r->route, r->method, 499, r->start_ns); /* the client went away */
     }
     r->thr->pending--;
     destroy(r);
@@ -196,9 +181,7 @@ static void on_deadline(h2o_timeout_entry_t *entry)
         return;
     r->guard->r = NULL;
     r->req = NULL;
-    r->answered = 1;
     preon_reply_error(req, 504, "request timed out waiting for the database");
-    preon_observe(r->thr, req, r->route, r->method, 504, r->start_ns);
 }
 
 void preon_dbreq_run(preon_dbreq_t *r)

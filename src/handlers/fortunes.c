@@ -16,7 +16,7 @@ extern const size_t preon_template_fortunes_len;
 
 static preon_template_t *fortunes_template;
 
-int preon_app_init(char *err, size_t errlen)
+int preon_fortunes_init(char *err, size_t errlen)
 {
     char why[128];
     fortunes_template = preon_template_compile(preon_template_fortunes, preon_template_fortunes_len, why, sizeof(why));
@@ -27,7 +27,7 @@ int preon_app_init(char *err, size_t errlen)
     return 0;
 }
 
-void preon_app_dispose(void)
+void preon_fortunes_dispose(void)
 {
     preon_template_destroy(fortunes_template);
     fortunes_template = NULL;
@@ -98,9 +98,8 @@ static void on_done(preon_dbreq_t *r, h2o_req_t *req)
 
 static const preon_dbreq_ops_t ops = {on_rows, on_done, NULL};
 
-int preon_tfb_fortunes(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_fortunes(h2o_req_t *req, h2o_iovec_t param)
 {
-    (void)thr, (void)param;
+    (void)param;
     preon_dbreq_run_one(req, PREON_STMT_FORTUNES, 0, NULL, sizeof(fortunes_t), &ops);
-    return 0;
 }

@@ -100,23 +100,20 @@ static const preon_dbreq_ops_t list_ops = {on_list, on_done, NULL};
 static const preon_dbreq_ops_t one_ops = {on_one, on_done, NULL};
 
 /* GET /fruits: every row, ordered by id. */
-int preon_fruits_list(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param)
 {
-    (void)thr, (void)param;
+    (void)param;
     preon_dbreq_run_one(req, PREON_STMT_FRUITS_ALL, 0, NULL, sizeof(fruits_data_t), &list_ops);
-    return 0;
 }
 
 /* GET /fruits/{id}: one row, 404 if none, 400 if id is not a positive 32-bit integer. */
-int preon_fruits_get(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_fruits_get(h2o_req_t *req, h2o_iovec_t param)
 {
     char text[16];
-    (void)thr;
     if (!read_id(req, param, text, sizeof(text)))
-        return 0;
+        return;
     const char *params[] = {text};
     preon_dbreq_run_one(req, PREON_STMT_FRUIT_BY_ID, 1, params, sizeof(fruits_data_t), &one_ops);
-    return 0;
 }
 
 /*
@@ -178,44 +175,39 @@ static void run_write(h2o_req_t *req, unsigned stmt, int nparams, const char *co
     preon_dbreq_run(r);
 }
 
-int preon_fruits_create(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_fruits_create(h2o_req_t *req, h2o_iovec_t param)
 {
     const char *name;
     size_t name_len;
-    (void)thr, (void)param;
+    (void)param;
     json_t *doc = read_body(req, &name, &name_len);
     if (doc == NULL)
-        return 0;
+        return;
     const char *params[] = {name};
     run_write(req, PREON_STMT_FRUIT_INSERT, 1, params, &create_ops); /* copies the name */
     json_decref(doc);
-    return 0;
 }
 
-int preon_fruits_update(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_fruits_update(h2o_req_t *req, h2o_iovec_t param)
 {
     char id[16];
     const char *name;
     size_t name_len;
-    (void)thr;
     if (!read_id(req, param, id, sizeof(id)))
-        return 0;
+        return;
     json_t *doc = read_body(req, &name, &name_len);
     if (doc == NULL)
-        return 0;
+        return;
     const char *params[] = {id, name};
     run_write(req, PREON_STMT_FRUIT_UPDATE, 2, params, &update_ops);
     json_decref(doc);
-    return 0;
 }
 
-int preon_fruits_delete(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_fruits_delete(h2o_req_t *req, h2o_iovec_t param)
 {
     char id[16];
-    (void)thr;
     if (!read_id(req, param, id, sizeof(id)))
-        return 0;
+        return;
     const char *params[] = {id};
     run_write(req, PREON_STMT_FRUIT_DELETE, 1, params, &delete_ops);
-    return 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include <string.h>
+#include "preon/alloc.h"
 #include "preon/app.h"
-#include "preon/observe.h"
 #include "preon/reply.h"
 
 const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
@@ -38,60 +38,85 @@ const preon_route_t preon_routes[] = {
 };
 const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
 
-void preon_app_thread_dispose(preon_thread_t *thr)
+/* Which route `req` takes: an index into preon_routes (with `m` filled), or preon_nroutes for none. `*status` is 0
+ * for a route, else the status it is refused with (414, 404, 405). */
+static size_t classify(h2o_req_t *req, preon_match_t *m, int *status)
 {
-    free(thr->world_cache);
-    thr->world_cache = NULL;
-}
-
-int preon_app_handle(preon_thread_t *thr, h2o_req_t *req)
-{
-    const preon_config_t *cfg = thr->cfg;
     h2o_iovec_t path = req->path_normalized;
-    preon_match_t m;
-    unsigned route;
-    /* During a drain the connection closes after this answer, so that clients move to another instance. */
-    if (thr->draining)
-        req->http1_is_persistent = 0;
-    thr->last_request_ns = thr->cur.start_ns = preon_now_ns();
-    thr->cur.method = preon_method_index(req->method.base, req->method.len);
-
-    if (req->path.len > (size_t)cfg->server.max_uri_bytes) {
-        /* h2o itself lets a request line grow to about 400 KiB; nothing here needs more than a few hundred */
-        route = preon_nroutes + PREON_ROUTE_UNMATCHED;
-        preon_reply_error(req, 414, "URI too long");
-    } else if (h2o_memis(path.base, path.len, cfg->health.live_path, strlen(cfg->health.live_path))) {
-        route = preon_nroutes + PREON_ROUTE_LIVE;
-        preon_health_live_reply(thr, req);
-    } else if (h2o_memis(path.base, path.len, cfg->health.ready_path, strlen(cfg->health.ready_path))) {
-        route = preon_nroutes + PREON_ROUTE_READY;
-        preon_health_ready_reply(thr, req);
-    } else if (cfg->metrics.enabled && h2o_memis(path.base, path.len, cfg->metrics.path, strlen(cfg->metrics.path))) {
-        route = preon_nroutes + PREON_ROUTE_METRICS;
-        preon_metrics_reply(thr, req);
-    } else {
-        switch (preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, &m)) {
-        case 0:
-            route = (unsigned)(m.route - preon_routes);
-            thr->cur.route = route;
-            m.route->handler(thr, req, m.param);
-            break;
-        case 405: {
-            char allow[64];
-            size_t n = preon_router_allow(m.allow, allow, sizeof(allow));
-            h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, h2o_strdup(&req->pool, allow, n).base, n);
-            route = preon_nroutes + PREON_ROUTE_UNMATCHED;
-            preon_reply_error(req, 405, "method not allowed");
-            break;
-        }
-        default:
-            route = preon_nroutes + PREON_ROUTE_UNMATCHED;
-            preon_reply_error(req, 404, "no such resource");
-            break;
-        }
+    /* h2o itself lets a request line grow to about 400 KiB; nothing here needs more than a few hundred */
+    if (req->path.len > (size_t)preon_thread_of(req)->cfg->server.max_uri_bytes) {
+        *status = 414;
+        return preon_nroutes;
     }
-    /* Answered already: count it now. A request waiting for the database is counted when it is answered. */
-    if (req->res.status != 0)
-        preon_observe(thr, req, route, thr->cur.method, req->res.status, thr->cur.start_ns);
-    return 0;
+    if ((*status = preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, m)) == 0)
+        return (size_t)(m->route - preon_routes);
+    return preon_nroutes;
 }
+
+static size_t route_of(h2o_req_t *req)
+{
+    preon_match_t m;
+    int status;
+    return classify(req, &m, &status);
+}
+
+static void handle(h2o_req_t *req)
+{
+    preon_match_t m;
+    int status;
+    classify(req, &m, &status);
+    switch (status) {
+    case 0:
+        m.route->handler(req, m.param);
+        break;
+    case 414:
+        preon_reply_error(req, 414, "URI too long");
+        break;
+    case 405:
+        preon_reply_method_not_allowed(req, m.allow);
+        break;
+    default:
+        preon_reply_error(req, 404, "no such resource");
+        break;
+    }
+}
+
+static const char *route_label(size_t route)
+{
+    return preon_routes[route].pattern;
+}
+
+static int init(const preon_config_t *cfg, char *err, size_t errlen)
+{
+    (void)cfg;
+    return preon_fortunes_init(err, errlen);
+}
+
+static void *thread_init(unsigned index)
+{
+    (void)index;
+    preon_app_thread_t *t = preon_calloc(1, sizeof(*t));
+    preon_rand_seed(&t->rand);
+    return t;
+}
+
+static void thread_dispose(void *state)
+{
+    preon_app_thread_t *t = state;
+    if (t != NULL)
+        free(t->world_cache);
+    free(t);
+}
+
+const preon_service_t preon_app = {
+    .statements = preon_statements,
+    .nstatements = PREON_STMT__COUNT,
+    .nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]),
+    .route_label = route_label,
+    .init = init,
+    .thread_init = thread_init,
+    .handle = handle,
+    .route_of = route_of,
+    .thread_dispose = thread_dispose,
+    .dispose = preon_fortunes_dispose,
+};

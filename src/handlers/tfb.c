@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include <string.h>
+#include "preon/alloc.h"
 #include "preon/app.h"
 #include "preon/json.h"
 #include "preon/params.h"
@@ -26,23 +27,21 @@ static int count_param(h2o_req_t *req, const char *name)
     return preon_query_int_clamped(qs.base, qs.len, name, 1, MAX_QUERIES);
 }
 
-int preon_tfb_plaintext(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_plaintext(h2o_req_t *req, h2o_iovec_t param)
 {
-    (void)thr, (void)param;
+    (void)param;
     preon_reply_text(req, 200, H2O_STRLIT("text/plain"), H2O_STRLIT("Hello, World!"));
-    return 0;
 }
 
-int preon_tfb_json(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_json(h2o_req_t *req, h2o_iovec_t param)
 {
-    (void)thr, (void)param;
+    (void)param;
     h2o_mem_pool_t *prev = preon_json_scope(&req->pool);
     json_t *o = json_object();
     json_object_set_new(o, "message", json_string("Hello, World!"));
     preon_reply_json(req, 200, o);
     json_decref(o);
     preon_json_scope(prev);
-    return 0;
 }
 
 /* The rows of /db, /queries and /updates: ids chosen up front, numbers as read (then as written). */
@@ -88,7 +87,7 @@ static void on_worlds_done(preon_dbreq_t *r, h2o_req_t *req)
 static const preon_dbreq_ops_t worlds_ops = {on_world, on_worlds_done, NULL};
 
 /* Queries n random World rows, each by its own statement, all in one pipeline write. */
-static void read_worlds(preon_thread_t *thr, h2o_req_t *req, int n, int single, const preon_dbreq_ops_t *ops)
+static void read_worlds(preon_app_thread_t *thr, h2o_req_t *req, int n, int single, const preon_dbreq_ops_t *ops)
 {
     preon_dbreq_t *r = preon_dbreq_create(req, (size_t)n, sizeof(worlds_t), ops);
     worlds_t *w = preon_dbreq_data(r);
@@ -104,18 +103,18 @@ static void read_worlds(preon_thread_t *thr, h2o_req_t *req, int n, int single, 
     preon_dbreq_run(r);
 }
 
-int preon_tfb_db(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_db(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_app_thread_t *thr = preon_app_thread(req);
     (void)param;
     read_worlds(thr, req, 1, 1, &worlds_ops);
-    return 0;
 }
 
-int preon_tfb_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_queries(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_app_thread_t *thr = preon_app_thread(req);
     (void)param;
     read_worlds(thr, req, count_param(req, "queries"), 0, &worlds_ops);
-    return 0;
 }
 
 /* /updates, second step: the write. Nothing to read from its result; the answer is what was written. */
@@ -145,7 +144,7 @@ static void int_array(char *buf, size_t cap, const int32_t *v, int n, int stride
 static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
 {
     worlds_t *w = preon_dbreq_data(r);
-    preon_thread_t *thr = preon_dbreq_thread(r);
+    preon_app_thread_t *thr = preon_dbreq_thread(r)->app;
     /* Pairs (id, number) sorted by id, duplicates folded: rows are locked in one global order, and an id drawn
      * twice gets one new number, the same in the database and in every place of the answer. */
     int32_t pairs[MAX_QUERIES][2];
@@ -178,15 +177,15 @@ static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
 
 static const preon_dbreq_ops_t update_ops = {on_world, on_read_for_update, NULL};
 
-int preon_tfb_updates(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_app_thread_t *thr = preon_app_thread(req);
     (void)param;
     read_worlds(thr, req, count_param(req, "queries"), 0, &update_ops);
-    return 0;
 }
 
 /* /cached-queries: rows from a per-thread copy of World, loaded from the database on the thread's first use. */
-static void reply_cached(preon_thread_t *thr, h2o_req_t *req)
+static void reply_cached(preon_app_thread_t *thr, h2o_req_t *req)
 {
     int n = count_param(req, "count");
     h2o_mem_pool_t *prev = preon_json_scope(&req->pool);
@@ -202,14 +201,12 @@ static void reply_cached(preon_thread_t *thr, h2o_req_t *req)
 
 static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 {
-    preon_thread_t *thr = preon_dbreq_thread(r);
+    preon_app_thread_t *thr = preon_dbreq_thread(r)->app;
     int rows = preon_db_result_rows(res);
     (void)index;
     if (thr->world_cache != NULL) /* another request filled it meanwhile */
         return;
-    int32_t *cache = calloc(PREON_WORLD_ROWS + 1, sizeof(*cache));
-    if (cache == NULL)
-        abort();
+    int32_t *cache = preon_calloc(PREON_WORLD_ROWS + 1, sizeof(*cache));
     for (int i = 0; i < rows; i++) {
         size_t len;
         long id = strtol(preon_db_result_value(res, i, 0, &len), NULL, 10);
@@ -221,18 +218,18 @@ static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result
 
 static void on_world_table_done(preon_dbreq_t *r, h2o_req_t *req)
 {
-    reply_cached(preon_dbreq_thread(r), req);
+    reply_cached(preon_dbreq_thread(r)->app, req);
 }
 
 static const preon_dbreq_ops_t cache_ops = {on_world_table, on_world_table_done, NULL};
 
-int preon_tfb_cached_queries(preon_thread_t *thr, h2o_req_t *req, h2o_iovec_t param)
+void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_app_thread_t *thr = preon_app_thread(req);
     (void)param;
     if (thr->world_cache != NULL) {
         reply_cached(thr, req);
-        return 0;
+        return;
     }
     preon_dbreq_run_one(req, PREON_STMT_WORLD_ALL, 0, NULL, 0, &cache_ops);
-    return 0;
 }

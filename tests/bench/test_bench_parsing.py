@@ -91,7 +91,7 @@ class ParsingTest(unittest.TestCase):
         self.assertIn("| metric | preon | go | preon / go |", md)
         self.assertIn("| requests/s | 181035 | 90518 | 2.00× |", md)
         self.assertIn("| non-2xx answers (503 = backpressure) | 7 | 7 | - |", md)
-        self.assertIn("| exec → first 200 on /hello (ms) | 7.5 | 15.0 | 0.50× |", md)
+        self.assertIn("| exec (docker run) → first 200 on /hello (ms) | 7.5 | 15.0 | 0.50× |", md)
         self.assertIn("| warm requests/s | 30096 | - | - |", md)
         self.assertIn("**go: go exited with 3 at start**", md)
         self.assertIn("      boom", md)  # the failed target's last log lines

@@ -74,7 +74,9 @@ class HttpTest(PreonTestCase):
     def test_method_not_allowed(self):
         for method, path, allow in (("POST", "/hello", "GET, HEAD"), ("DELETE", "/hello", "GET, HEAD"),
                                     ("PUT", "/fruits", "GET, HEAD, POST"), ("PATCH", "/fruits/1", "GET, HEAD, PUT, DELETE"),
-                                    ("OPTIONS", "/hello", "GET, HEAD"), ("POST", "/json", "GET, HEAD")):
+                                    ("OPTIONS", "/hello", "GET, HEAD"), ("POST", "/json", "GET, HEAD"),
+                                    ("DELETE", "/metrics", "GET, HEAD"), ("POST", "/health/ready", "GET, HEAD"),
+                                    ("PUT", "/health/live", "GET, HEAD")):
             status, headers, body = self.preon.request(method, path)
             self.assertEqual(status, 405, (method, path))
             self.assertEqual(headers["allow"], allow)

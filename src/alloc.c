@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "preon/alloc.h"
+
+/* No recovery is attempted: a server that cannot allocate a few bytes cannot answer anyway, and a half-built
+ * object would be worse than a restart by the supervisor. write(2), not stdio: stdio may itself allocate. */
+static void *check(void *p)
+{
+    static const char msg[] = "preon: out of memory\n";
+    if (p == NULL) {
+        ssize_t rv = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+        (void)rv;
+        abort();
+    }
+    return p;
+}
+
+void *preon_malloc(size_t size)
+{
+    return check(malloc(size != 0 ? size : 1));
+}
+
+void *preon_calloc(size_t n, size_t size)
+{
+    return check(calloc(n != 0 ? n : 1, size != 0 ? size : 1));
+}
+
+void *preon_realloc(void *p, size_t size)
+{
+    return check(realloc(p, size != 0 ? size : 1));
+}
+
+char *preon_strdup(const char *s)
+{
+    return check(strdup(s));
+}
+
+char *preon_strndup(const char *s, size_t n)
+{
+    return check(strndup(s, n));
+}
