@@ -99,9 +99,9 @@ class Table:
             parts.append("bare epoll responder: %s%s" % (self.cell(test, "bare"),
                                                          " (preon at %.2f×)" % r if r else ""))
         if test in ("db", "fruits"):
-            r = self.ratio(test, (test, "pgbench"))
-            parts.append("pgbench, 16 per Sync: %s queries/s%s" % (self.cell(test, "pgbench"),
-                                                                   " (preon at %.2f×)" % r if r else ""))
+            r, v = self.ratio(test, (test, "pgbench")), self.rps(test, "pgbench")
+            parts.append("pgbench, 16 per Sync: %s%s%s" % (self.cell(test, "pgbench"), " queries/s" if v else "",
+                                                           " (preon at %.2f×)" % r if r else ""))
         if test == "fruits":
             r = self.ratio("fruits", ("hello", "preon"))
             parts.append("preon's /hello: %s%s" % (self.cell("hello", "preon"), " (%.2f×)" % r if r else ""))
