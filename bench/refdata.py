@@ -82,7 +82,12 @@ def value(records, post, metric, system, condition=None, table=None):
     r = rs[0]
     if r["value"] is None:
         return r.get("outcome") or "N/A"
-    return "%s %s" % (("%g" % r["value"]) if isinstance(r["value"], float) else r["value"], r["unit"])
+    return "%s %s" % (num(r["value"]), r["unit"])
+
+
+def num(v):
+    """A figure as the post printed it: integers without a fraction, others with theirs."""
+    return "%d" % v if float(v).is_integer() else repr(float(v))
 
 
 def systems(records, post, table=None):
