@@ -6,7 +6,6 @@ Each runs through run.py's Runner (targets in turn, failures reported) and rende
 the post's figures (bench/reference/) in columns or rows marked "published (their hardware)" that never enter a
 ratio."""
 import os
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -16,7 +15,7 @@ import time
 import urllib.parse
 
 import refdata
-from benchlib import REPO, Cgroup, Target, log, wrk
+from benchlib import REPO, Cgroup, Target, wrk
 from ramp import run_ramp
 
 SCENARIOS = ["build", "000", "001", "004"]
