@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from benchlib import save, REPO, HERE, Target, build_preon, free_port, log, preon_env, private_postgres_dir, wrk
+from benchlib import save, REPO, HERE, Target, build_preon, dir_bytes, free_port, log, preon_env, private_postgres_dir, wrk
 
 PEERS = os.environ.get("PREON_BENCH_PEERS") or os.path.join(HERE, "peers")
 ALIASES = {"go-gin": "go"}
@@ -50,14 +50,6 @@ def stripped_size(path):
     size = os.path.getsize(tmp)
     os.unlink(tmp)
     return size
-
-
-def artifact_bytes(path):
-    """A binary's size, or the total size of a build folder (a peer's jar and classes, say)."""
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(path) for f in files
-               if not os.path.islink(os.path.join(root, f)))
 
 
 def make_targets(args, preon_bin, pgport, pgdir):
@@ -100,7 +92,7 @@ def measure(args, targets, conns):
         time.sleep(1)
         r["idle_rss_kb"] = rss_kb(t.proc.pid)
         r["threads"] = threads_of(t.proc.pid)
-        r["binary_bytes"] = artifact_bytes(t.binary)
+        r["binary_bytes"] = dir_bytes(t.binary)
         r["stripped_bytes"] = stripped_size(t.binary) if os.path.isfile(t.binary) else None
         log("%s: start %.1f ms (/hello), %.1f ms (db); idle RSS %d kB" % (t.name, r["start_hello_ms"], r["start_db_ms"],
                                                                        r["idle_rss_kb"]))

@@ -15,7 +15,7 @@ import time
 import urllib.parse
 
 import refdata
-from benchlib import REPO, Cgroup, Target, wrk
+from benchlib import REPO, Cgroup, Target, cpu_s, dir_bytes, main_pid, rss_kb, wrk
 from ramp import run_ramp
 
 SCENARIOS = ["build", "000", "001", "004"]
@@ -24,24 +24,6 @@ FULL = {"p000_s": 20, "p001_s": 60, "caps_mib": [32, 128], "p001_starts": 5, "ra
 QUICK = {"p000_s": 2, "p001_s": 2, "caps_mib": [32, 128], "p001_starts": 2, "ramp_users": 500, "ramp_s": 8,
          "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5}
 PUBLISHED = "published (their hardware)"
-
-
-def dir_bytes(path):
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            p = os.path.join(root, f)
-            if not os.path.islink(p):
-                total += os.path.getsize(p)
-    return total
-
-
-def proc_cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def tree(pid):
@@ -63,21 +45,10 @@ def tree_cpu_s(pid):
     total = 0.0
     for p in tree(pid):
         try:
-            total += proc_cpu_s(p)
+            total += cpu_s(p)
         except OSError:
             pass
     return total
-
-
-def status_field(pid, field):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 class Sampler:
@@ -101,8 +72,8 @@ class Sampler:
             self.sample()
 
     def sample(self):
-        self.max_threads = max(self.max_threads, status_field(self.pid, "Threads") or 0)
-        self.peak_rss_kb = max(self.peak_rss_kb, status_field(self.pid, "VmHWM") or 0)
+        self.max_threads = max(self.max_threads, rss_kb(self.pid, "Threads") or 0)
+        self.peak_rss_kb = max(self.peak_rss_kb, rss_kb(self.pid, "VmHWM") or 0)
         self.cpu_last = tree_cpu_s(self.pid)
         if self.pg_pid:
             self.pg_last = tree_cpu_s(self.pg_pid)
@@ -146,18 +117,7 @@ def capped(t, mib):
 
 
 def peak_rss_kb(t):
-    pid = main_pid(t)
-    return status_field(pid, "VmHWM")
-
-
-def main_pid(t):
-    """The service's own process (a start command's shell may have exec'd it or started it as its child)."""
-    pid = t.proc.pid
-    try:
-        children = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
-        return int(children[0]) if children else pid
-    except OSError:
-        return pid
+    return rss_kb(main_pid(t), "VmHWM")
 
 
 def s_build(runner, i):
@@ -381,6 +341,16 @@ METRICS_004 = ["build_time", "artifact_size", "startup_time", "active_users", "r
                "requests_per_s", "response_time_p95", "saturation_point", "memory", "cpu", "threads_max", "postgres_cpu"]
 
 
+def sat_cell(r):
+    """The saturation point; windows where the driver itself lagged do not count, and where it lagged for good the
+    cell says from how many users on."""
+    if r.get("saturation"):
+        return "%d" % r["saturation"]["users"]
+    if r.get("driver_limit"):
+        return "none before the driver's limit (%d)" % r["driver_limit"]["users"]
+    return "none"
+
+
 def render_004(results, refs):
     names, sc, p = results["targets"], results["scenarios"], results["params"]
     out = ["", "### 004: ramp to %d users on the DB path" % p["ramp_users"], "",
@@ -388,7 +358,8 @@ def render_004(results, refs):
            "user has its own keep-alive connection and loops GET <db-path>, think %.1f s (uniform 0.5–1.5×); KO = no "
            "2xx within %d s (bench/ramp.py). The post's ramp ran for about 1,100 s (its total requests / RPS). "
            "Saturation point: active users at the first of 3 windows in a row with KO > 1 %% or p95 > max(10 × the "
-           "early p95, early p95 + 50 ms); \"none\" = no break up to the last user. CPU %%: 100 = one core; "
+           "early p95, early p95 + 50 ms), not counting windows in which the driver's own event loop lagged by "
+           "more than 50 ms (p95): there the driver, not the target, was the bottleneck. CPU %%: 100 = one core; "
            "PostgreSQL's: its postmaster and backends." % (p["ramp_s"], p["ramp_hold_s"], p["ramp_think_s"],
                                                            p["ramp_timeout_s"]), "",
            "| " + " | ".join(COLS_004) + " |", "|" + "---|" * len(COLS_004)]
@@ -402,7 +373,7 @@ def render_004(results, refs):
         cells = [fmt(_get(sc, "build", n, "cold_s"), "%.1f"), fmt(art / 1e6 if art else None, "%.2f"),
                  fmt(r.get("boot_s"), "%.3f"), "%d" % r["max_users"], "%d" % r["total"], "%d" % r["ok"],
                  fmt(r["ko_pct"], "%.2f"), fmt(r["rps"], "%.1f"), fmt(r["p95_ms"], "%.1f"),
-                 "%d" % sat["users"] if sat else "none", fmt(_mb(r.get("peak_rss_kb")), "%.1f"),
+                 sat_cell(r), fmt(_mb(r.get("peak_rss_kb")), "%.1f"),
                  fmt(r.get("cpu_pct"), "%.0f"), fmt(r.get("max_threads"), "%d"), fmt(r.get("pg_cpu_pct"), "%.0f")]
         out.append("| %s | measured here | %s |" % (n, " | ".join(cells)))
     for system in refdata.systems(refs, "004", "chapter 6"):
@@ -419,11 +390,13 @@ def render_004(results, refs):
         if isinstance(r, dict) and "error" not in r:
             d = r["driver"]
             sat = r.get("saturation")
+            dl = r.get("driver_limit")
             out.append("- %s: p50 %.1f ms; saturation %s; driver: %d processes, CPU %s %% each, event-loop lag p95 "
                        "%.0f ms%s%s" % (
                            n, r["p50_ms"] or 0, "at %d users (%s)" % (sat["users"], sat["reason"]) if sat else "none",
                            d["procs"], "/".join("%.0f" % c for c in d["cpu_pct_per_proc"]), d["loop_lag_p95_ms"] or 0,
-                           " — **the driver itself was a bottleneck: latencies include its delay**" if d["bound"] else "",
+                           " — **from %d users on the driver itself was the bottleneck: the figures beyond include its "
+                           "delay and under-state the load offered**" % dl["users"] if dl else "",
                            "; " + r["died"] if r.get("died") else ""))
     for rec in refs:
         if rec["post"] == "004" and rec.get("table") == "chapter 6" and rec["note"] and (
@@ -440,13 +413,16 @@ def charts(results, plot):
     series = [(n, sc["004"][n]["windows"]) for n in names
               if isinstance(sc.get("004", {}).get(n), dict) and "windows" in sc["004"][n]]
     if series:
-        blocks = "\n\n\n".join("# %s\n" % n + "\n".join("%d %.3f %.3f" % (w["users"], w["p95_ms"], w["ko_pct"]) for w in ws)
-                              for n, ws in series)
+        blocks = "\n\n\n".join("# %s\n" % n + "\n".join("%d %.3f %.3f %.3f" % (w["users"], w["p95_ms"], w["ko_pct"],
+                                                                             max(0.01, w.get("driver_lag_ms") or 0))
+                                                        for w in ws) for n, ws in series)
         titles = ", ".join('"%%(dat)s" index %d using 1:%%(col)d with linespoints title "%s"' % (i, n)
                            for i, (n, _) in enumerate(series))
+        lag = ", ".join('"%%(dat)s" index %d using 1:4 with lines dashtype 2 title "%s: driver lag p95"' % (i, n)
+                        for i, (n, _) in enumerate(series))
         plot("ramp-p95", blocks + "\n", 'set style data lines; set title "ramp: p95 response time against active '
-             'users"; set xlabel "active users"; set ylabel "p95 (ms)"; set logscale y; set yrange [*:*]; plot '
-             + titles.replace("%(col)d", "2"))
+             'users (dashed: the driver\'s own event-loop lag)"; set xlabel "active users"; set ylabel "ms"; '
+             'set logscale y; set yrange [*:*]; plot ' + titles.replace("%(col)d", "2") + ", " + lag)
         plot("ramp-ko", blocks + "\n", 'set style data lines; set title "ramp: KO %% against active users"; '
              'set xlabel "active users"; set ylabel "KO (%%)"; set yrange [0:100]; plot ' + titles.replace("%(col)d", "3"))
     if "001" in sc:

@@ -9,8 +9,10 @@ non-2xx); a KO'd connection is reopened for the user's next request.
 Reports total requests, OK, KO %, requests/s, p95, and the saturation point: the number of active users at the
 start of the first run of --sustain consecutive windows in which KO % exceeds --ko-break or p95 exceeds
 max(--p95-factor × the early windows' p95, that p95 + --p95-margin ms). The users are spread over --procs worker
-processes (each an asyncio loop); each worker measures how late its own timers fire (loop lag): a large lag means
-the driver, not the server, was the bottleneck, and the report says so. Traffic goes to 127.0.0.1 only.
+processes (each an asyncio loop); each worker measures how late its own timers fire (loop lag): a window whose lag
+p95 exceeds --lag-bound ms is one where the driver, not the server, was the bottleneck (its latencies include the
+driver's delay). Such windows do not count towards the saturation point; the first --sustain of them in a row are
+reported as the driver's limit instead. Traffic goes to 127.0.0.1 only.
 
   bench/ramp.py --port 8080 --path /fruits --users 10000 --ramp 120 --hold 30 --think 2
 """
@@ -167,7 +169,7 @@ class _Worker:
         self.paths = cfg["paths"]
         self.requests = {p: ("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (p, cfg["port"])).encode() for p in self.paths}
         self.done_t, self.lat_ms, self.ok = array.array("d"), array.array("d"), array.array("b")
-        self.lags = array.array("d")
+        self.lags, self.lag_t = array.array("d"), array.array("d")
         self.left = len(self.my_users)
 
     def record(self, now, seconds, ok):
@@ -183,6 +185,7 @@ class _Worker:
     def lag_probe(self, before):
         now = time.monotonic()
         self.lags.append(max(0.0, now - before - LAG_TICK_S) * 1000)
+        self.lag_t.append(now - self.t0)
         if now < self.end:
             self.loop.call_later(LAG_TICK_S, self.lag_probe, now)
 
@@ -204,7 +207,8 @@ def _worker_main(cfg, index, t0, conn):
     w = _Worker(cfg, range(index, cfg["users"], cfg["procs"]), t0)
     cpu0 = time.process_time()
     asyncio.run(w.main())
-    conn.send((w.done_t.tobytes(), w.lat_ms.tobytes(), w.ok.tobytes(), w.lags.tobytes(), time.process_time() - cpu0))
+    conn.send((w.done_t.tobytes(), w.lat_ms.tobytes(), w.ok.tobytes(), w.lags.tobytes(), w.lag_t.tobytes(),
+               time.process_time() - cpu0))
     conn.close()
 
 
@@ -222,48 +226,57 @@ def active_users(t, cfg):
     return min(cfg["users"], int(t * cfg["users"] / cfg["ramp"]) + 1)
 
 
-def analyse(cfg, done_t, lat_ms, ok, window_s):
-    """Per-window figures and the saturation point from the raw (completion time, latency, ok) samples."""
+def analyse(cfg, done_t, lat_ms, ok, window_s, lag_t=(), lags=()):
+    """Per-window figures, the saturation point and the driver's limit from the raw samples: (completion time,
+    latency, ok) per request and (time, lag) per timer tick of the driver."""
     n_win = int((cfg["ramp"] + cfg["hold"] + cfg["timeout"]) / window_s) + 1
     lat = [[] for _ in range(n_win)]
+    lag = [[] for _ in range(n_win)]
     kos = [0] * n_win
     for t, l, o in zip(done_t, lat_ms, ok):
         w = min(n_win - 1, int(t / window_s))
         lat[w].append(l)
         kos[w] += 0 if o else 1
+    for t, l in zip(lag_t, lags):
+        lag[min(n_win - 1, int(t / window_s))].append(l)
     windows = []
     for w in range(n_win):
         if lat[w]:
             windows.append({"t": round(w * window_s, 3), "users": active_users(w * window_s, cfg), "responses": len(lat[w]),
-                            "ko_pct": 100.0 * kos[w] / len(lat[w]), "p95_ms": p95(lat[w])})
+                            "ko_pct": 100.0 * kos[w] / len(lat[w]), "p95_ms": p95(lat[w]), "driver_lag_ms": p95(lag[w])})
     ramp_end = cfg["ramp"] + cfg["hold"]
     counted = [x for x in windows if x["t"] < ramp_end and x["responses"] >= cfg["min_samples"]]
     early = [x["p95_ms"] for x in counted[:max(3, len(counted) // 10)] if x["ko_pct"] <= cfg["ko_break"]]
     base = statistics.median(early) if early else None
     limit = max(base * cfg["p95_factor"], base + cfg["p95_margin"]) if base is not None else None
-    sat, run = None, []
+    sat, driver, run, drun = None, None, [], []
     for x in counted:
+        lagging = x["driver_lag_ms"] is not None and x["driver_lag_ms"] > cfg["lag_bound"]
+        drun = drun + [x] if lagging else []
+        if driver is None and len(drun) >= cfg["sustain"]:
+            driver = {"users": drun[0]["users"], "t": drun[0]["t"]}
         why = []
         if x["ko_pct"] > cfg["ko_break"]:
             why.append("KO %.1f%% > %g%%" % (x["ko_pct"], cfg["ko_break"]))
         if limit is not None and x["p95_ms"] > limit:
             why.append("p95 %.0f ms > %.0f ms" % (x["p95_ms"], limit))
-        run = run + [(x, why)] if why else []
+        run = run + [(x, why)] if why and not lagging else []
         if len(run) >= cfg["sustain"]:
             sat = {"users": run[0][0]["users"], "t": run[0][0]["t"], "reason": "; ".join(run[0][1])}
             break
-    return windows, base, limit, sat
+    return windows, base, limit, sat, driver
 
 
 def run_ramp(port, paths, users, ramp, hold=0.0, think=1.0, timeout=10.0, procs=None, window=None, ko_break=1.0,
-             p95_factor=10.0, p95_margin=50.0, sustain=3, min_samples=5):
+             p95_factor=10.0, p95_margin=50.0, sustain=3, min_samples=5, lag_bound=50.0):
     """Runs the ramp against 127.0.0.1:port and returns its figures (see the module's comment)."""
     procs = procs or min(os.cpu_count() or 1, 4)
     procs = max(1, min(procs, users))
     window = window or max(0.25, min(2.0, (ramp + hold) / 60.0))
     cfg = {"port": port, "paths": list(paths), "users": users, "ramp": ramp, "hold": hold, "think": think,
            "timeout": timeout, "procs": procs, "ko_break": ko_break, "p95_factor": p95_factor,
-           "p95_margin": p95_margin, "sustain": sustain, "min_samples": min_samples}
+           "p95_margin": p95_margin, "sustain": sustain, "min_samples": min_samples,
+           "lag_bound": lag_bound}
     limit = raise_nofile(users // procs + 256)
     if users // procs + 64 > limit:
         raise RuntimeError("open files limit %d is too low for %d users in %d processes" % (limit, users, procs))
@@ -277,20 +290,21 @@ def run_ramp(port, paths, users, ramp, hold=0.0, think=1.0, timeout=10.0, procs=
         child.close()
         pipes.append(parent)
         workers.append(p)
-    done_t, lat_ms, ok, lags, cpu = array.array("d"), array.array("d"), array.array("b"), array.array("d"), []
+    done_t, lat_ms, ok, lags, lag_t, cpu = (array.array("d"), array.array("d"), array.array("b"), array.array("d"),
+                                            array.array("d"), [])
     deadline = t0 + ramp + hold + timeout + 30
     for parent, p in zip(pipes, workers):
         if not parent.poll(max(0.0, deadline - time.monotonic())):
             for q in workers:
                 q.kill()
             raise RuntimeError("a ramp worker did not finish in time")
-        a, b, c, d, e = parent.recv()
-        for arr, raw in ((done_t, a), (lat_ms, b), (ok, c), (lags, d)):
+        a, b, c, d, e, f = parent.recv()
+        for arr, raw in ((done_t, a), (lat_ms, b), (ok, c), (lags, d), (lag_t, e)):
             arr.frombytes(raw)
-        cpu.append(e)
+        cpu.append(f)
         p.join(5)
     wall = max(done_t) if done_t else ramp + hold
-    windows, base, limit_ms, sat = analyse(cfg, done_t, lat_ms, ok, window)
+    windows, base, limit_ms, sat, driver_limit = analyse(cfg, done_t, lat_ms, ok, window, lag_t, lags)
     total = len(ok)
     n_ok = sum(ok)
     lag95 = p95(lags)
@@ -298,10 +312,10 @@ def run_ramp(port, paths, users, ramp, hold=0.0, think=1.0, timeout=10.0, procs=
             "ko_pct": 100.0 * (total - n_ok) / total if total else None,
             "rps": total / wall if wall else None, "p95_ms": p95(lat_ms),
             "p50_ms": statistics.median(lat_ms) if total else None, "max_users": users,
-            "saturation": sat, "baseline_p95_ms": base, "p95_break_ms": limit_ms, "windows": windows,
+            "saturation": sat, "driver_limit": driver_limit, "baseline_p95_ms": base, "p95_break_ms": limit_ms, "windows": windows,
             "driver": {"procs": procs, "cpu_pct_per_proc": [100.0 * c / wall for c in cpu] if wall else [],
                        "loop_lag_p95_ms": lag95, "loop_lag_max_ms": max(lags) if lags else None,
-                       "bound": bool(lag95 is not None and lag95 > 50)}}
+                       "bound": driver_limit is not None}}
 
 
 def main():
@@ -319,17 +333,20 @@ def main():
     ap.add_argument("--p95-factor", type=float, default=10.0)
     ap.add_argument("--p95-margin", type=float, default=50.0, help="ms")
     ap.add_argument("--sustain", type=int, default=3, help="consecutive broken windows for the saturation point")
+    ap.add_argument("--lag-bound", type=float, default=50.0, help="driver lag p95 (ms) that marks a window driver-bound")
     ap.add_argument("--json", help="write every figure (with per-window series) to this file")
     a = ap.parse_args()
     r = run_ramp(a.port, a.path or ["/hello"], a.users, a.ramp, a.hold, a.think, a.timeout, a.procs, a.window,
-                 a.ko_break, a.p95_factor, a.p95_margin, a.sustain)
+                 a.ko_break, a.p95_factor, a.p95_margin, a.sustain, lag_bound=a.lag_bound)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(r, f, indent=1)
-    s = r["saturation"]
+    s, d = r["saturation"], r["driver_limit"]
     print("users %d  total %d  OK %d  KO %.2f%%  req/s %.1f  p95 %.1f ms  saturation %s" % (
         a.users, r["total"], r["ok"], r["ko_pct"] or 0, r["rps"] or 0, r["p95_ms"] or 0,
         "%d users (%s)" % (s["users"], s["reason"]) if s else "none"))
+    if d:
+        print("the driver was the bottleneck from %d users on (event-loop lag > %g ms)" % (d["users"], a.lag_bound))
     print("driver: %d procs, CPU %s %%, loop lag p95 %.1f ms%s" % (
         r["driver"]["procs"], ", ".join("%.0f" % c for c in r["driver"]["cpu_pct_per_proc"]),
         r["driver"]["loop_lag_p95_ms"] or 0, " (driver-bound)" if r["driver"]["bound"] else ""))

@@ -31,8 +31,8 @@ import subprocess
 import time
 
 import published
-from benchlib import (HERE, REPO, Cgroup, Target, ab, build_preon, free_port, log, preon_env, private_postgres_dir, save,
-                      wrk)
+from benchlib import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, main_pid, preon_env,
+                      private_postgres_dir, rss_kb, save, wrk)
 
 SCENARIOS = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "c10k"] + published.SCENARIOS
 SUITES = {"classic": SCENARIOS[:7], "published": published.SCENARIOS, "all": SCENARIOS}
@@ -126,33 +126,6 @@ def make_peer(t, pgport, pgdir, build_first):
             log("building %s (untimed): %s" % (t["name"], build_sh))
             subprocess.run(["nice", "-n", "10", "bash", build_sh], check=False)
     return Target(t["name"], argv, env, port, db_path=t["db-path"])
-
-
-def rss_kb(pid, field="VmRSS"):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def main_pid(t):
-    """The service's own process: the start command's shell may have exec'd it, or started it as its child."""
-    pid = t.proc.pid
-    try:
-        children = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
-        return int(children[0]) if children else pid
-    except OSError:
-        return pid
-
-
-def cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def runtime_closure(binary):

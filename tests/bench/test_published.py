@@ -13,7 +13,8 @@ from benchlib import Target  # noqa: E402
 
 WINDOWS = [{"t": 0.0, "users": 1, "responses": 10, "ko_pct": 0.0, "p95_ms": 1.0}]
 RAMP = {"total": 1000, "ok": 990, "ko": 10, "ko_pct": 1.0, "rps": 100.0, "p95_ms": 12.5, "p50_ms": 1.0, "max_users": 500,
-        "saturation": {"users": 420, "t": 7.0, "reason": "KO 5.0% > 1%"}, "windows": WINDOWS, "boot_s": 0.05,
+        "saturation": {"users": 420, "t": 7.0, "reason": "KO 5.0% > 1%"}, "driver_limit": {"users": 450, "t": 7.5},
+        "windows": WINDOWS, "boot_s": 0.05,
         "peak_rss_kb": 10240, "cpu_pct": 55.0, "max_threads": 4, "pg_cpu_pct": 30.0,
         "driver": {"procs": 2, "cpu_pct_per_proc": [20.0, 21.0], "loop_lag_p95_ms": 80.0, "bound": True}}
 DOWN = {"error": "go exited with 127 at start", "log_tail": "bench/peers/go/run.sh not found\n" * 3}
@@ -68,7 +69,10 @@ class PublishedRenderTest(unittest.TestCase):
         self.assertIn("| Quarkus Reactive + PG client, fast jar | published (their hardware) | 4 | N/A | 0.987 | 10246 | "
                       "828711 | 718773 | 13 | 755.434 | 13686 | 1971 | 1054 | 9 | 25 | 99 |", md)
         self.assertIn("SWAP", md)
-        self.assertIn("the driver itself was a bottleneck", md)
+        self.assertIn("from 450 users on the driver itself was the bottleneck", md)
+        r = dict(RAMP, saturation=None)
+        self.assertEqual(published.sat_cell(r), "none before the driver's limit (450)")
+        self.assertEqual(published.sat_cell(dict(r, driver_limit=None)), "none")
 
     def test_build(self):
         self.assertIn("| cold build (s): clean, then the build command | 20.0 | - | - | 4 s | 53 s | 4 s | 180 s |",

@@ -2,7 +2,8 @@
 """bench/ramp.py, the ramp-of-users driver, against tests/bench/ramp_server.py, a server whose breaking point is
 known: past N open connections it answers 503 (fail) or 300 ms late (slow). The driver must count the KOs, find
 the saturation point near N, and report none below it (a p95 margin of 200 ms keeps a busy machine's noise
-from reading as a break; the slow server adds 300 ms). About 20 s."""
+from reading as a break, the slow server adds 300 ms, and the driver's own lag is not set aside here: that part is
+tested on recorded samples). About 20 s."""
 import os
 import socket
 import subprocess
@@ -12,7 +13,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from ramp import _parse, run_ramp  # noqa: E402
+from ramp import _parse, analyse, run_ramp  # noqa: E402
 
 N = 100
 
@@ -54,7 +55,7 @@ class RampTest(unittest.TestCase):
 
     def test_failing_past_n(self):
         with Server("fail") as s:
-            r = run_ramp(s.port, ["/fruits"], 2 * N, ramp=4, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200)
+            r = run_ramp(s.port, ["/fruits"], 2 * N, ramp=4, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200, lag_bound=1e9)
         self.check_common(r, 2 * N)
         self.assertGreater(r["ko_pct"], 30)  # past N every request fails, and the second half of the run is past N
         self.assertIsNotNone(r["saturation"], r)
@@ -65,7 +66,7 @@ class RampTest(unittest.TestCase):
 
     def test_slowing_past_n(self):
         with Server("slow") as s:
-            r = run_ramp(s.port, ["/fruits", "/hello"], 2 * N, ramp=4, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200)
+            r = run_ramp(s.port, ["/fruits", "/hello"], 2 * N, ramp=4, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200, lag_bound=1e9)
         self.assertEqual(r["ko"], 0)
         self.assertIsNotNone(r["saturation"], r)
         self.assertTrue(0.9 * N <= r["saturation"]["users"] <= 1.3 * N, r["saturation"])
@@ -74,7 +75,7 @@ class RampTest(unittest.TestCase):
 
     def test_below_n(self):
         with Server("fail") as s:
-            r = run_ramp(s.port, ["/fruits"], N // 2, ramp=2, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200)
+            r = run_ramp(s.port, ["/fruits"], N // 2, ramp=2, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200, lag_bound=1e9)
         self.check_common(r, N // 2)
         self.assertEqual((r["ko"], r["saturation"]), (0, None))
 
@@ -86,6 +87,22 @@ class RampTest(unittest.TestCase):
         self.assertGreater(r["total"], 20)
         self.assertEqual(r["ok"], 0)
         self.assertEqual(r["ko_pct"], 100.0)
+
+    def test_driver_lag_is_not_saturation(self):
+        """Windows in which the driver's own loop lagged are the driver's limit, not the server's saturation."""
+        cfg = {"users": 100, "ramp": 10.0, "hold": 0.0, "timeout": 1.0, "ko_break": 1.0, "p95_factor": 10.0,
+               "p95_margin": 50.0, "sustain": 3, "min_samples": 5, "lag_bound": 50.0}
+        done_t = [i / 100.0 for i in range(1000)]  # 100 answers a second for 10 s
+        lat = [1.0 if t < 5 else 500.0 for t in done_t]  # slow from t = 5 s (users 51+)
+        ok = [1] * len(done_t)
+        lag_t = [i / 10.0 for i in range(100)]
+        quiet = analyse(cfg, done_t, lat, ok, 1.0, lag_t, [1.0] * 100)
+        self.assertEqual(quiet[3]["users"], 51)
+        self.assertIsNone(quiet[4])
+        lagging = analyse(cfg, done_t, lat, ok, 1.0, lag_t, [1.0 if t < 5 else 400.0 for t in lag_t])
+        self.assertIsNone(lagging[3])
+        self.assertEqual(lagging[4]["users"], 51)
+        self.assertEqual(lagging[0][6]["driver_lag_ms"], 400.0)
 
     def test_parse(self):
         self.assertIsNone(_parse(bytearray(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel")))
