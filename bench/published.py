@@ -391,10 +391,13 @@ def render_004(results, refs):
             d = r["driver"]
             sat = r.get("saturation")
             dl = r.get("driver_limit")
-            out.append("- %s: p50 %.1f ms; saturation %s; driver: %d processes, CPU %s %% each, event-loop lag p95 "
-                       "%.0f ms%s%s" % (
+            # CPU per request, from CPU % and requests/s (the sampler's and the driver's spans are both the ramp's)
+            per_req = lambda pct: pct / 100.0 / r["rps"] * 1e6 if r.get("rps") and pct is not None else None  # noqa: E731
+            out.append("- %s: p50 %.1f ms; saturation %s; driver: %d processes, CPU %s %% each (%s µs of CPU per request, "
+                       "the target %s µs), event-loop lag p95 %.0f ms%s%s" % (
                            n, r["p50_ms"] or 0, "at %d users (%s)" % (sat["users"], sat["reason"]) if sat else "none",
-                           d["procs"], "/".join("%.0f" % c for c in d["cpu_pct_per_proc"]), d["loop_lag_p95_ms"] or 0,
+                           d["procs"], "/".join("%.0f" % c for c in d["cpu_pct_per_proc"]),
+                           fmt(per_req(sum(d["cpu_pct_per_proc"]))), fmt(per_req(r.get("cpu_pct"))), d["loop_lag_p95_ms"] or 0,
                            " — **from %d users on the driver itself was the bottleneck: the figures beyond include its "
                            "delay and under-state the load offered**" % dl["users"] if dl else "",
                            "; " + r["died"] if r.get("died") else ""))
