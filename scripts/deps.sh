@@ -7,7 +7,7 @@ set -euo pipefail
 build=(cmake make gcc pkg-config libh2o-evloop-dev libpq-dev libjansson-dev libyaml-dev)
 run=(postgresql-15 postgresql-client-15 curl)
 test=(libcmocka-dev python3 python3-prometheus-client util-linux wrk debootstrap binutils clang libclang-rt-14-dev valgrind)
-bench=(wrk apache2-utils gnuplot-nox)
+bench=(wrk apache2-utils gnuplot-nox python3-uvloop)
 
 want=("${build[@]}")
 case "${1:-build}" in

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """bench/ramp.py, the ramp-of-users driver, against tests/bench/ramp_server.py, a server whose breaking point is
 known: past N open connections it answers 503 (fail) or 300 ms late (slow). The driver must count the KOs, find
-the saturation point near N, and report none below it (a p95 margin of 200 ms keeps a busy machine's noise
-from reading as a break, the slow server adds 300 ms, and the driver's own lag is not set aside here: that part is
+the saturation point near N, and report none below it (a p95 margin of 200 ms and 4 broken windows in a row keep
+a busy machine's noise from reading as a break, the slow server adds 300 ms, and the driver's own lag is not set aside here: that part is
 tested on recorded samples). About 20 s."""
 import os
 import socket
@@ -55,34 +55,37 @@ class RampTest(unittest.TestCase):
 
     def test_failing_past_n(self):
         with Server("fail") as s:
-            r = run_ramp(s.port, ["/fruits"], 2 * N, ramp=4, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200, lag_bound=1e9)
+            r = run_ramp(s.port, ["/fruits"], 2 * N, ramp=4, hold=1, think=0.1, timeout=3, procs=2,
+                         p95_margin=200, lag_bound=1e9, sustain=4)
         self.check_common(r, 2 * N)
         self.assertGreater(r["ko_pct"], 30)  # past N every request fails, and the second half of the run is past N
         self.assertIsNotNone(r["saturation"], r)
-        self.assertTrue(0.9 * N <= r["saturation"]["users"] <= 1.3 * N, r["saturation"])
+        self.assertTrue(0.75 * N <= r["saturation"]["users"] <= 1.3 * N, r["saturation"])
         self.assertIn("KO", r["saturation"]["reason"])
         early = [w for w in r["windows"] if w["users"] < 0.8 * N]
         self.assertTrue(early and all(w["ko_pct"] == 0 for w in early))
 
     def test_slowing_past_n(self):
         with Server("slow") as s:
-            r = run_ramp(s.port, ["/fruits", "/hello"], 2 * N, ramp=4, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200, lag_bound=1e9)
+            r = run_ramp(s.port, ["/fruits", "/hello"], 2 * N, ramp=4, hold=1, think=0.1, timeout=3, procs=2,
+                         p95_margin=200, lag_bound=1e9, sustain=4)
         self.assertEqual(r["ko"], 0)
         self.assertIsNotNone(r["saturation"], r)
-        self.assertTrue(0.9 * N <= r["saturation"]["users"] <= 1.3 * N, r["saturation"])
+        self.assertTrue(0.75 * N <= r["saturation"]["users"] <= 1.3 * N, r["saturation"])
         self.assertIn("p95", r["saturation"]["reason"])
         self.assertGreaterEqual(r["p95_ms"], 300)
 
     def test_below_n(self):
-        with Server("fail") as s:
-            r = run_ramp(s.port, ["/fruits"], N // 2, ramp=2, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200, lag_bound=1e9)
+        with Server("fail") as s:  # with asyncio's own loop (the others take uvloop when it is installed)
+            r = run_ramp(s.port, ["/fruits"], N // 2, ramp=2, hold=1, think=0.1, timeout=3, procs=2, p95_margin=200,
+                         lag_bound=1e9, loop="asyncio")
         self.check_common(r, N // 2)
         self.assertEqual((r["ko"], r["saturation"]), (0, None))
 
     def test_refused(self):
         """Nothing listening: every request is KO, and the driver still ends on time."""
         t0 = time.monotonic()
-        r = run_ramp(free_port(), ["/hello"], 20, ramp=1, hold=1, think=0.1, timeout=1, procs=1)
+        r = run_ramp(free_port(), ["/hello"], 20, ramp=1, hold=1, think=0.1, timeout=1, procs=1, loop="asyncio")
         self.assertLess(time.monotonic() - t0, 10)
         self.assertGreater(r["total"], 20)
         self.assertEqual(r["ok"], 0)
