@@ -430,9 +430,10 @@ def charts(results, plot):
              'set xlabel "active users"; set ylabel "KO (%%)"; set yrange [0:100]; plot ' + titles.replace("%(col)d", "3"))
     if "001" in sc:
         caps = results["params"]["caps_mib"]
-        rows = ['"%s" %s' % (n, " ".join("%.1f" % (v or 0) for v in
-                                          [_get(sc, "001", n, "rps")] + [_get(sc, "001", n, "caps", str(m), "rps") for m in caps]))
-                for n in names]
+        rows = []
+        for n in names:
+            vals = [_get(sc, "001", n, "rps")] + [_get(sc, "001", n, "caps", str(m), "rps") for m in caps]
+            rows.append('"%s" %s' % (n, " ".join("%.1f" % (v or 0) for v in vals)))
         cols = '"bare" ' + " ".join('"cap %d MiB"' % m for m in caps)
         plot("001-rps", "target %s\n%s\n" % (cols, "\n".join(rows)),
              'set title "001: /hello requests/s (wrk -t10 -c50), bare and capped"; set ylabel "requests/s"; '

@@ -321,8 +321,10 @@ def run_ramp(port, paths, users, ramp, hold=0.0, think=1.0, timeout=10.0, procs=
             "ko_pct": 100.0 * (total - n_ok) / total if total else None,
             "rps": total / wall if wall else None, "p95_ms": p95(lat_ms),
             "p50_ms": statistics.median(lat_ms) if total else None, "max_users": users,
-            "saturation": sat, "driver_limit": driver_limit, "baseline_p95_ms": base, "p95_break_ms": limit_ms, "windows": windows,
-            "driver": {"procs": procs, "loop": "uvloop" if cfg["uvloop"] else "asyncio", "cpu_pct_per_proc": [100.0 * c / wall for c in cpu] if wall else [],
+            "saturation": sat, "driver_limit": driver_limit, "baseline_p95_ms": base, "p95_break_ms": limit_ms,
+            "windows": windows,
+            "driver": {"procs": procs, "loop": "uvloop" if cfg["uvloop"] else "asyncio",
+                       "cpu_pct_per_proc": [100.0 * c / wall for c in cpu] if wall else [],
                        "loop_lag_p95_ms": lag95, "loop_lag_max_ms": max(lags) if lags else None,
                        "bound": driver_limit is not None}}
 

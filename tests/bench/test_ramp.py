@@ -2,8 +2,8 @@
 """bench/ramp.py, the ramp-of-users driver, against tests/bench/ramp_server.py, a server whose breaking point is
 known: past N open connections it answers 503 (fail) or 300 ms late (slow). The driver must count the KOs, find
 the saturation point near N, and report none below it (a p95 margin of 200 ms and 4 broken windows in a row keep
-a busy machine's noise from reading as a break, the slow server adds 300 ms, and the driver's own lag is not set aside here: that part is
-tested on recorded samples). About 20 s."""
+a busy machine's noise from reading as a break, the slow server adds 300 ms, and the driver's own lag is not set
+aside here: that part is tested on recorded samples). About 20 s."""
 import os
 import socket
 import subprocess
