@@ -294,3 +294,40 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.1)
+
+
+def rss_kb(pid, field="VmRSS"):
+    """A kB figure of /proc/PID/status (VmRSS, VmHWM, Threads …), or None when the process is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def main_pid(t):
+    """The service's own process: the start command's shell may have exec'd it, or started it as its child."""
+    pid = t.proc.pid
+    try:
+        children = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
+        return int(children[0]) if children else pid
+    except OSError:
+        return pid
+
+
+def cpu_s(pid):
+    """User + system CPU seconds of a process (all its threads)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def dir_bytes(path):
+    """A file's size, or the total size of the files under a folder (a build folder, say)."""
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(path) for f in files
+               if not os.path.islink(os.path.join(root, f)))

@@ -1,29 +1,29 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Side-by-side throughput, latency and footprint of preon and the Go gin + pgx peer, on one PostgreSQL.
+"""Side-by-side throughput, latency and footprint of preon and the peer services of bench/peers/, on one
+PostgreSQL.
 
-Starts a private PostgreSQL (scripts/pg.sh, temp folder), preon (build/preon) and, if asked and present,
-the Go service of the published comparison (../shared/peers/go-gin), then runs wrk against each in turn,
+Starts a private PostgreSQL (scripts/pg.sh, temp folder), preon (build/preon) and, if asked, a peer service
+(bench/peers/<name>/run.sh, built first by its build.sh when its build/ folder is missing), then runs wrk against each in turn,
 alternating the order every round (A B, B A, ...) so that a noisy machine hurts both alike, and prints the
 medians as a Markdown table with ratios against the first target. All traffic goes to 127.0.0.1; every run
 is bounded by --duration.
 
   bench/compare.py                      # preon alone, 3 rounds of 10 s
-  bench/compare.py --peer go-gin        # preon vs Go (installs Go and its Debian packages if missing)
+  bench/compare.py --peer go            # preon vs the Go gin service (--peer jvm: the JVM one)
   bench/compare.py --quick              # 1 round of 2 s, for a smoke test
 """
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import tempfile
 import time
 
-from benchlib import save, REPO, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
+from benchlib import save, REPO, HERE, Target, build_preon, dir_bytes, free_port, log, preon_env, private_postgres_dir, wrk
 
-PEERS = os.path.join(os.path.dirname(REPO), "shared", "peers")
-GO_PACKAGES = ["golang-go", "golang-github-gin-gonic-gin-dev", "golang-github-jackc-pgx-v4-dev", "golang-github-lib-pq-dev"]
+PEERS = os.environ.get("PREON_BENCH_PEERS") or os.path.join(HERE, "peers")
+ALIASES = {"go-gin": "go"}
 
 
 def rss_kb(pid, field="VmRSS"):
@@ -52,7 +52,7 @@ def stripped_size(path):
     return size
 
 
-def make_targets(args, preon_bin, pgport):
+def make_targets(args, preon_bin, pgport, pgdir):
     port = free_port()
     env = preon_env(pgport, port, args.sync)
     if args.observability:
@@ -63,18 +63,18 @@ def make_targets(args, preon_bin, pgport):
         env = dict(preon_env(pgport, port, args.sync), PREON_METRICS_ENABLED="true", PREON_LOG_ACCESS="true",
                    PREON_LOG_LEVEL="info")
         targets.append(Target("preon+metrics+access-log", [preon_bin], env, port, binary=preon_bin))
-    if "go-gin" in args.peer:
+    url = subprocess.run([os.path.join(REPO, "scripts", "pg.sh"), "url", pgdir], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    for name in args.peer:
+        d = os.path.join(PEERS, name)
         port = free_port()
-        genv = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres",
-                    GIN_MODE="release", PORT=str(port))
-        run_sh = os.path.join(PEERS, "go-gin", "run.sh")
-        # run.sh builds the binary, then execs it: one untimed start builds it, the timed ones exec it directly
-        warm = Target("go-gin", ["bash", run_sh], genv, port)
-        log("building and warming up go-gin")
-        warm.start()
-        warm.stop()
-        gobin = os.path.join(os.environ.get("TMPDIR", "/tmp"), "preon-peers", "go-gin", "go-gin")
-        targets.append(Target("go-gin", [gobin], genv, port, binary=gobin))
+        penv = dict(os.environ, PORT=str(port), DATABASE_URL=url, POOL_SIZE=os.environ.get("POOL_SIZE", "8"),
+                    JAVA_OPTS=os.environ.get("JAVA_OPTS", ""), GIN_MODE="release")
+        if not os.path.isdir(os.path.join(d, "build")):
+            log("building %s: %s/build.sh" % (name, d))
+            subprocess.run(["nice", "-n", "10", "bash", os.path.join(d, "build.sh")], check=True)
+        # run.sh execs the service: its process is the one measured; its size is that of its build/ folder
+        targets.append(Target(name, ["bash", os.path.join(d, "run.sh")], penv, port, binary=os.path.join(d, "build")))
     return targets
 
 
@@ -92,8 +92,8 @@ def measure(args, targets, conns):
         time.sleep(1)
         r["idle_rss_kb"] = rss_kb(t.proc.pid)
         r["threads"] = threads_of(t.proc.pid)
-        r["binary_bytes"] = os.path.getsize(t.binary)
-        r["stripped_bytes"] = stripped_size(t.binary)
+        r["binary_bytes"] = dir_bytes(t.binary)
+        r["stripped_bytes"] = stripped_size(t.binary) if os.path.isfile(t.binary) else None
         log("%s: start %.1f ms (/hello), %.1f ms (db); idle RSS %d kB" % (t.name, r["start_hello_ms"], r["start_db_ms"],
                                                                        r["idle_rss_kb"]))
     total = args.rounds * len(conns) * 2 * len(targets)
@@ -117,7 +117,7 @@ def measure(args, targets, conns):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--peer", action="append", default=[], help="peer service to compare with (go-gin)")
+    ap.add_argument("--peer", action="append", default=[], help="peer service of bench/peers/ to compare with (go, jvm)")
     ap.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--conns", default="50,100", help="wrk connection counts")
@@ -132,11 +132,13 @@ def main():
         args.duration, args.rounds, args.starts = 2, 1, 2
     conns = [int(c) for c in args.conns.split(",")]
 
+    args.peer = [ALIASES.get(p, p) for p in args.peer]
+    for p in args.peer:
+        if not os.path.isfile(os.path.join(PEERS, p, "run.sh")):
+            ap.error("%s not found: this checkout has no %s peer service" % (os.path.join(PEERS, p, "run.sh"), p))
     preon_bin = build_preon()
-    if "go-gin" in args.peer and not shutil.which("go"):
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *GO_PACKAGES], check=True)
-    with private_postgres() as pgport:
-        targets = make_targets(args, preon_bin, pgport)
+    with private_postgres_dir() as (pgdir, pgport):
+        targets = make_targets(args, preon_bin, pgport, pgdir)
         try:
             results = measure(args, targets, conns)
         finally:
@@ -187,6 +189,7 @@ def render(results, targets, conns):
     row("idle RSS (kB)", [t[n]["idle_rss_kb"] for n in names], "%d")
     row("peak RSS after the loads (kB)", [t[n]["peak_rss_kb"] for n in names], "%d")
     row("threads", [t[n]["threads"] for n in names], "%d", ratio=False)
+    row("binary or build folder (bytes)", [t[n]["binary_bytes"] for n in names], "%d")
     row("binary, stripped (bytes)", [t[n]["stripped_bytes"] for n in names], "%d")
     return "\n".join(lines + rows) + "\n"
 

@@ -22,6 +22,9 @@ cgroup of its own to a process target, through docker run -m/--cpus to an image 
 here, on a private PostgreSQL), a start command and a base URL, or an image (run with docker run --network host;
 startup is then docker run → first 200 and the container's exec → first 200). A start command or an image gets
 PGHOST/PGPORT/PGDATABASE/PGUSER of the same private PostgreSQL, an image also PREON_* and PORT. Targets take turns in each scenario (A B, then B A), on loopback only, every run bounded in time.
+The published suite (--suite published, bench/published.py) re-runs the five posts' tables in their own
+layouts beside the posts' figures (bench/reference/): build (cold and warm), 000, 001 and 004 (a ramp of users).
+`--target go` and `--target jvm` are the peer services in bench/peers/ (run.sh, build.sh).
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
 import argparse
@@ -33,32 +36,61 @@ import statistics
 import subprocess
 import time
 
-from benchlib import (HERE, REPO, Cgroup, Target, ab, build_preon, free_port, log, preon_env, private_postgres, save,
-                      wrk)
-from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
+import published
 import published_docker
+from benchlib import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, preon_env, private_postgres_dir,
+                      rss_kb, save, wrk)
+from benchlib import main_pid as process_main_pid
+from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
 
-SCENARIOS = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "matrix", "c10k"]
+CLASSIC = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "matrix", "c10k"]
+SCENARIOS = CLASSIC + published.SCENARIOS
+SUITES = {"classic": CLASSIC, "published": published.SCENARIOS, "all": SCENARIOS}
+PEERS = os.environ.get("PREON_BENCH_PEERS") or os.path.join(HERE, "peers")  # another folder: tests' stand-ins
+FIELDS = ("name", "start", "url", "db-path", "binary", "build", "clean", "cap", "artifact", "image")
 FULL = {"hello_s": 60, "latency_s": 20, "ab_n": 10000, "starts": 5, "limit_s": 60, "c10k_conns": 10000, "c10k_s": 30,
         "limits": "mem=8m,cpus=1;mem=16m,cpus=1;mem=32m,cpus=1;mem=64m,cpus=1;mem=128m,cpus=1;mem=256m,cpus=1",
         "matrix": "mem=100m,cpus=0.5;mem=200m,cpus=1;mem=300m,cpus=2", "idle_s": 10}
 QUICK = {"hello_s": 2, "latency_s": 2, "ab_n": 2000, "starts": 2, "limit_s": 2, "c10k_conns": 1000, "c10k_s": 3,
          "limits": "mem=16m,cpus=1;mem=64m,cpus=1", "matrix": "mem=100m,cpus=0.5;mem=200m,cpus=1", "idle_s": 1}
+FULL.update(published.FULL)
+QUICK.update(published.QUICK)
+
+def peer_spec(name):
+    """The peer service bench/peers/<name>/ (run.sh, build.sh → build/) as a target spec."""
+    d = os.path.join(PEERS, name)
+    return {"name": name, "peer": name, "db-path": "/fruits", "build": "bash %s" % shlex.quote(os.path.join(d, "build.sh")),
+            "clean": "rm -rf %s" % shlex.quote(os.path.join(d, "build")), "artifact": os.path.join(d, "build"),
+            "cap": {"go": "GOMEMLIMIT={mib}MiB", "jvm": "JAVA_OPTS=-Xmx{mib}m"}.get(name)}
+
+
+def preon_spec():
+    cold = os.path.join(REPO, "build-cold")
+    return {"name": "preon", "preon": True, "db-path": "/fruits", "artifact": os.path.join(REPO, "build", "preon"),
+            "build": "cmake -S %s -B %s -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build %s -j2 >/dev/null"
+                     % (shlex.quote(REPO), shlex.quote(cold), shlex.quote(cold)),
+            "clean": "rm -rf %s" % shlex.quote(cold)}
 
 
 def parse_target(spec):
-    """"name=x,start='cmd args',url=http://…,db-path=/fruits" or "name=x,image=repo:tag[,url=…]" → dict. "preon"
-    alone means preon itself."""
+    """"name=x,start='cmd args',url=http://…,db-path=/fruits", or "name=x,image=repo:tag[,url=…]" (a container,
+    run with docker run --network host) → dict. "preon" alone means preon itself, "go" and
+    "jvm" the peer services of bench/peers/. Optional: build='cmd' (timed by the build scenario), clean='cmd' (run
+    before the cold build), artifact=PATH (file or folder whose size is reported), cap='…' (how the target takes a
+    {mib} MiB heap cap: NAME=value is set in its environment, e.g. JAVA_OPTS=-Xmx{mib}m; anything else is put in
+    place of {cap} in start=, or appended to it; without cap=, a cgroup memory cap as root), binary=PATH."""
     if spec == "preon":
-        return {"name": "preon", "preon": True}
+        return preon_spec()
+    if spec in ("go", "jvm"):
+        return peer_spec(spec)
     lexer = shlex.shlex(spec, posix=True)
     lexer.whitespace = ","
     lexer.whitespace_split = True
     out = {"db-path": "/fruits"}
     for item in lexer:
         key, sep, value = item.partition("=")
-        if not sep or key not in ("name", "start", "url", "db-path", "binary", "image"):
-            raise ValueError("bad target field %r (expected name=, start=, url=, db-path=, binary=, image=)" % item)
+        if not sep or key not in FIELDS:
+            raise ValueError("bad target field %r (expected %s)" % (item, ", ".join(f + "=" for f in FIELDS)))
         out[key] = value
     for key in ("name", "image") if "image" in out else ("name", "start", "url"):
         if not out.get(key):
@@ -66,49 +98,55 @@ def parse_target(spec):
     return out
 
 
-def make_target(t, preon_bin, pgport):
+def make_target(t, preon_bin, pgport, pgdir=None, build_first=True):
+    """The Target of spec `t`; its spec is kept as target.spec for the published scenarios."""
     if t.get("preon"):
         port = free_port()
-        return Target("preon", [preon_bin], preon_env(pgport, port), port, binary=preon_bin)
-    pg = dict(PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
-    if t.get("image"):
+        target = Target("preon", [preon_bin], preon_env(pgport, port), port, binary=preon_bin)
+    elif t.get("image"):
         port = free_port()
+        pg = dict(PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
         env = dict({k: v for k, v in preon_env(pgport, port).items() if k.startswith("PREON_")}, PORT=str(port), **pg)
-        return ImageTarget(t["name"], t["image"], env, port, db_path=t["db-path"], url=(t.get("url") or "").rstrip("/"))
-    env = dict(os.environ, **pg)
-    first = shlex.split(t["start"])[0]
-    binary = t.get("binary") or (first if os.path.isfile(first) else None)
-    return Target(t["name"], ["sh", "-c", t["start"]], env, db_path=t["db-path"], binary=binary, url=t["url"].rstrip("/"))
+        target = ImageTarget(t["name"], t["image"], env, port, db_path=t["db-path"], url=(t.get("url") or "").rstrip("/"))
+    elif t.get("peer"):
+        target = make_peer(t, pgport, pgdir, build_first)
+    else:
+        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
+        first = shlex.split(t["start"])[0]
+        binary = t.get("binary") or (first if os.path.isfile(first) else None)
+        start = t["start"].replace("{cap}", "")
+        target = Target(t["name"], ["sh", "-c", start], env, db_path=t["db-path"], binary=binary, url=t["url"].rstrip("/"))
+    target.spec = t
+    return target
 
 
-def rss_kb(pid, field="VmRSS"):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+def make_peer(t, pgport, pgdir, build_first):
+    """A peer of bench/peers/<name>/: run.sh on a free port against the same PostgreSQL (PORT, DATABASE_URL,
+    POOL_SIZE, JAVA_OPTS from the environment); built first (untimed) when its build folder is missing. Without
+    run.sh, a command that says so and fails, so that every table reports why."""
+    d = os.path.join(PEERS, t["peer"])
+    run_sh = os.path.join(d, "run.sh")
+    port = free_port()
+    url = subprocess.run([os.path.join(REPO, "scripts", "pg.sh"), "url", pgdir], capture_output=True, text=True,
+                         check=True).stdout.strip() if pgdir else "postgresql://postgres@127.0.0.1:%d/preon" % pgport
+    env = dict(os.environ, PORT=str(port), DATABASE_URL=url, POOL_SIZE=os.environ.get("POOL_SIZE", "8"),
+               JAVA_OPTS=os.environ.get("JAVA_OPTS", ""))
+    if not os.path.isfile(run_sh):
+        why = "%s not found: this checkout has no %s peer service" % (os.path.relpath(run_sh, REPO), t["peer"])
+        argv = ["sh", "-c", "echo %s >&2; exit 127" % shlex.quote(why)]
+        t["missing"] = why
+    else:
+        argv = ["bash", run_sh]
+        build_sh = os.path.join(d, "build.sh")
+        if build_first and not os.path.exists(t["artifact"]) and os.path.isfile(build_sh):
+            log("building %s (untimed): %s" % (t["name"], build_sh))
+            subprocess.run(["nice", "-n", "10", "bash", build_sh], check=False)
+    return Target(t["name"], argv, env, port, db_path=t["db-path"])
 
 
 def main_pid(t):
-    """The service's own process: the start command's shell may have exec'd it, or started it as its child; a
-    container's first process."""
-    if isinstance(t, ImageTarget):
-        return t.pid()
-    pid = t.proc.pid
-    try:
-        children = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
-        return int(children[0]) if children else pid
-    except OSError:
-        return pid
-
-
-def cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The service's own process: a container's first process, or the start command's (benchlib.main_pid)."""
+    return t.pid() if isinstance(t, ImageTarget) else process_main_pid(t)
 
 
 def runtime_closure(binary):
@@ -142,15 +180,16 @@ class Runner:
         if not t.alive():
             t.start()
 
-    def each(self, scenario, index, fn, eta_s):
-        """Runs fn(target) for every target, alternating the order by scenario; a failure is recorded with the
-        target's last log lines and the others go on."""
+    def each(self, scenario, index, fn, eta_s, start=True):
+        """Runs fn(target) for every target (started first unless start=False), alternating the order by scenario;
+        a failure is recorded with the target's last log lines and the others go on."""
         order = self.targets if index % 2 == 0 else list(reversed(self.targets))
         for i, t in enumerate(order):
             log("%s: %s (%d/%d), ~%ds left in this scenario, %ds so far" % (
                 scenario, t.name, i + 1, len(order), eta_s * (len(order) - i), time.monotonic() - self.started))
             try:
-                self.ensure(t)
+                if start:
+                    self.ensure(t)
                 self.record(scenario, t, fn(t))
             except Exception as e:  # noqa: BLE001 - reported, and the other targets still run
                 self.record(scenario, t, {"error": str(e), "log_tail": t.log_tail()})
@@ -158,7 +197,8 @@ class Runner:
 
     def run(self, scenarios):
         for i, s in enumerate(scenarios):
-            getattr(self, "s_" + s.replace("-", "_"))(i)
+            fn = published.FUNCS.get(s)
+            fn(self, i) if fn else getattr(self, "s_" + s.replace("-", "_"))(i)
         for t in self.targets:
             t.stop()
         return self.results
@@ -347,6 +387,9 @@ def render(results):
     for s in SCENARIOS:
         if s not in sc:
             continue
+        if s in published.FUNCS:
+            out.extend(published.render(results, s))
+            continue
         errors = [(n, sc[s][n]["error"], sc[s][n].get("log_tail", "")) for n in names
                   if isinstance(sc[s].get(n), dict) and "error" in sc[s][n]]
         if s in ("hello", "hello-latency", "c10k"):
@@ -462,13 +505,17 @@ def charts(results, outdir):
             plot("limits", "limit %s %s\n%s\n" % (rss_cols, rps_cols, "\n".join(rows)),
                  'set title "under memory limits: peak RSS (kB) and /hello requests/s"; set logscale y; set yrange [1:*]; '
                  'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead' % (2 * len(names) + 1))
+    published.charts(results, plot)
     return written
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--target", action="append", default=[], help="preon, or name=…,start='…',url=…,db-path=…")
-    ap.add_argument("--scenario", default=",".join(SCENARIOS), help="comma-separated, from: " + ", ".join(SCENARIOS))
+    ap.add_argument("--target", action="append", default=[],
+                    help="preon, go, jvm, or name=…,start='…',url=…[,db-path=…,build=…,clean=…,artifact=…,cap=…]")
+    ap.add_argument("--suite", choices=sorted(SUITES), default="classic",
+                    help="classic: the first 7 scenarios (the default); published: build, 000, 001, 004; all")
+    ap.add_argument("--scenario", default=None, help="comma-separated, from: " + ", ".join(SCENARIOS))
     ap.add_argument("--quick", action="store_true", help="every scenario in seconds")
     ap.add_argument("--limit-seconds", type=int, help="length of each limits load (default: the post's 60 s)")
     ap.add_argument("--limits", help='caps for limits and matrix instead of the published ones, e.g. "mem=32m,cpus=1;mem=64m"')
@@ -483,7 +530,7 @@ def main():
                                                 for p in pngs), args.render)
         return
     specs = [parse_target(s) for s in (args.target or ["preon"])]
-    scenarios = [s for s in args.scenario.split(",") if s]
+    scenarios = [s for s in args.scenario.split(",") if s] if args.scenario else SUITES[args.suite]
     for s in scenarios:
         if s not in SCENARIOS:
             ap.error("unknown scenario %r" % s)
@@ -497,10 +544,12 @@ def main():
     if any("image" in t for t in specs) and docker_ready():
         ap.error(docker_ready())
     preon_bin = build_preon()
-    with private_postgres("synchronous_commit = off") as pgport:
-        targets = [make_target(t, preon_bin, pgport) for t in specs]
+    with private_postgres_dir("synchronous_commit = off") as (pgdir, pgport):
+        targets = [make_target(t, preon_bin, pgport, pgdir, "build" not in scenarios) for t in specs]
         try:
-            results = Runner(args, targets).run(scenarios)
+            runner = Runner(args, targets)
+            runner.pgdir = pgdir
+            results = runner.run(scenarios)
         finally:
             for t in targets:
                 t.stop()

@@ -10,7 +10,7 @@ test=(libcmocka-dev python3 python3-prometheus-client util-linux wrk debootstrap
 # bench/peers/ (go, jvm): their build.sh install these too; the test command has them at hand
 peers=(golang-go golang-github-gin-gonic-gin-dev golang-github-jackc-pgx-v4-dev openjdk-17-jdk-headless libnetty-java
        libhikaricp-java libpostgresql-jdbc-java libjackson2-databind-java libslf4j-java)
-bench=(wrk apache2-utils gnuplot-nox)
+bench=(wrk apache2-utils gnuplot-nox python3-uvloop)
 
 want=("${build[@]}")
 case "${1:-build}" in

@@ -70,7 +70,17 @@ class ParsingTest(unittest.TestCase):
         self.assertEqual((r["max_ms"], r["complete"], r["failed"], r["non2xx"]), (7, 10000, 4, 4))
 
     def test_target_specs(self):
-        self.assertEqual(parse_target("preon"), {"name": "preon", "preon": True})
+        preon = parse_target("preon")
+        self.assertEqual((preon["name"], preon["preon"], preon["db-path"]), ("preon", True, "/fruits"))
+        self.assertIn("cmake --build", preon["build"])
+        for peer, cap in (("go", "GOMEMLIMIT={mib}MiB"), ("jvm", "JAVA_OPTS=-Xmx{mib}m")):
+            t = parse_target(peer)
+            self.assertEqual((t["name"], t["peer"], t["db-path"], t["cap"]), (peer, peer, "/fruits", cap))
+            self.assertTrue(t["build"].endswith("bench/peers/%s/build.sh" % peer), t["build"])
+            self.assertTrue(t["artifact"].endswith("bench/peers/%s/build" % peer), t["artifact"])
+        t = parse_target("name=q,start='java {cap} -jar q.jar',url=http://127.0.0.1:9,build='gradle build',cap=-Xmx{mib}m,"
+                         "artifact=build/q.jar,clean='rm -rf build'")
+        self.assertEqual((t["build"], t["cap"], t["artifact"], t["clean"]), ("gradle build", "-Xmx{mib}m", "build/q.jar", "rm -rf build"))
         t = parse_target("name=quarkus-native,start='./app-runner -Dx=1,2',url=http://127.0.0.1:8081,db-path=/fruits")
         self.assertEqual(t, {"name": "quarkus-native", "start": "./app-runner -Dx=1,2", "url": "http://127.0.0.1:8081",
                              "db-path": "/fruits"})

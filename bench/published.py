@@ -1,0 +1,440 @@
+# SPDX-License-Identifier: MIT
+"""The published posts' tables as bench/run.py scenarios: `build` (every target's build command, cold then warm),
+`000` (wrk -c50 -d20s --latency on /hello), `001` (artifact size, build time, start time, wrk -t10 -c50 -d60s and
+memory, bare and under each heap/memory cap) and `004` (a ramp of users to 10,000 on the DB path, bench/ramp.py).
+Each runs through run.py's Runner (targets in turn, failures reported) and renders in the post's own layout, with
+the post's figures (bench/reference/) in columns or rows marked "published (their hardware)" that never enter a
+ratio."""
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+
+import refdata
+from benchlib import REPO, Cgroup, Target, cpu_s, dir_bytes, main_pid, rss_kb, wrk
+from ramp import run_ramp
+
+SCENARIOS = ["build", "000", "001", "004"]
+FULL = {"p000_s": 20, "p001_s": 60, "caps_mib": [32, 128], "p001_starts": 5, "ramp_users": 10000, "ramp_s": 180,
+        "ramp_hold_s": 30, "ramp_think_s": 2.0, "ramp_timeout_s": 10}
+QUICK = {"p000_s": 2, "p001_s": 2, "caps_mib": [32, 128], "p001_starts": 2, "ramp_users": 500, "ramp_s": 8,
+         "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5}
+PUBLISHED = "published (their hardware)"
+
+
+def tree(pid):
+    """pid and all its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, task)) as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return out
+
+
+def tree_cpu_s(pid):
+    total = 0.0
+    for p in tree(pid):
+        try:
+            total += cpu_s(p)
+        except OSError:
+            pass
+    return total
+
+
+class Sampler:
+    """Samples a process (and PostgreSQL's postmaster with its backends) every `every` seconds in a thread: peak
+    RSS, most threads, and CPU % (100 = one core) over the sampled time. Exited backends' CPU is lost, so
+    PostgreSQL's CPU % is a lower bound when connections come and go (a pool keeps them)."""
+
+    def __init__(self, pid, pg_pid=None, every=0.5):
+        self.pid, self.pg_pid, self.every = pid, pg_pid, every
+        self.max_threads = self.peak_rss_kb = 0
+        self.stop_ev = threading.Event()
+        self.t0 = time.monotonic()
+        self.cpu0 = tree_cpu_s(pid)
+        self.pg0 = tree_cpu_s(pg_pid) if pg_pid else None
+        self.pg_last = self.pg0
+        self.th = threading.Thread(target=self.loop, daemon=True)
+        self.th.start()
+
+    def loop(self):
+        while not self.stop_ev.wait(self.every):
+            self.sample()
+
+    def sample(self):
+        self.max_threads = max(self.max_threads, rss_kb(self.pid, "Threads") or 0)
+        self.peak_rss_kb = max(self.peak_rss_kb, rss_kb(self.pid, "VmHWM") or 0)
+        self.cpu_last = tree_cpu_s(self.pid)
+        if self.pg_pid:
+            self.pg_last = tree_cpu_s(self.pg_pid)
+
+    def stop(self):
+        self.stop_ev.set()
+        self.th.join()
+        self.sample()
+        wall = time.monotonic() - self.t0
+        return {"peak_rss_kb": self.peak_rss_kb, "max_threads": self.max_threads,
+                "cpu_pct": 100.0 * (self.cpu_last - self.cpu0) / wall,
+                "pg_cpu_pct": 100.0 * (self.pg_last - self.pg0) / wall if self.pg_pid else None}
+
+
+def postmaster_pid(pgdir):
+    try:
+        with open(os.path.join(pgdir, "data", "postmaster.pid")) as f:
+            return int(f.readline())
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def capped(t, mib):
+    """(the target restarted under a `mib` MiB heap/memory cap, a Cgroup to remove or None, how the cap was set)."""
+    spec = t.spec
+    cap = spec.get("cap")
+    if cap:
+        text = cap.replace("{mib}", str(mib))
+        name, eq, val = text.partition("=")
+        if eq and name.isidentifier() and name.upper() == name:
+            env = dict(t.env)
+            env[name] = (env.get(name, "") + " " + val).strip()
+            return Target(t.name, t.argv, env, db_path=t.db_path, url=t.url), None, text
+        start = spec["start"]
+        start = start.replace("{cap}", text) if "{cap}" in start else start + " " + text
+        return Target(t.name, ["sh", "-c", start], t.env, db_path=t.db_path, url=t.url), None, text
+    if os.geteuid() != 0:
+        raise RuntimeError("no cap= flags for this target and no root for a cgroup memory cap")
+    cg = Cgroup("preon-bench-%d-cap%d" % (os.getpid(), mib), mib, None)
+    return Target(t.name, cg.wrap(t.argv), t.env, db_path=t.db_path, url=t.url), cg, "cgroup memory.max %d MiB" % mib
+
+
+def peak_rss_kb(t):
+    return rss_kb(main_pid(t), "VmHWM")
+
+
+def s_build(runner, i):
+    gocache = tempfile.mkdtemp(prefix="preon-bench-gocache-")
+
+    def timed(cmd):
+        t0 = time.monotonic()
+        r = subprocess.run(["nice", "-n", "10", "sh", "-c", cmd], cwd=REPO, capture_output=True, text=True,
+                           env=dict(os.environ, GOCACHE=gocache), timeout=3600)
+        if r.returncode != 0:
+            raise RuntimeError("build command failed (%d): %s" % (r.returncode, (r.stdout + r.stderr).strip()[-400:]))
+        return time.monotonic() - t0
+
+    def run(t):
+        spec = t.spec
+        if spec.get("missing"):
+            raise RuntimeError(spec["missing"])
+        if not spec.get("build"):
+            return {"skipped": "no build command (give build='…' in the target)"}
+        t.stop()
+        if spec.get("clean"):
+            subprocess.run(["sh", "-c", spec["clean"]], cwd=REPO, check=False)
+        out = {"cold_s": timed(spec["build"]), "warm_s": timed(spec["build"])}
+        if spec.get("artifact") and os.path.exists(spec["artifact"]):
+            out["artifact_bytes"] = dir_bytes(spec["artifact"])
+        return out
+    try:
+        runner.each("build", i, run, 60, start=False)
+    finally:
+        shutil.rmtree(gocache, ignore_errors=True)
+
+
+def s_000(runner, i):
+    s = runner.p["p000_s"]
+    runner.each("000", i, lambda t: wrk(t.url + "/hello", 50, s, threads=2), s)
+
+
+def s_001(runner, i):
+    p = runner.p
+
+    def run(t):
+        out = {}
+        if t.spec.get("artifact") and os.path.exists(t.spec["artifact"]):
+            out["artifact_bytes"] = dir_bytes(t.spec["artifact"])
+        starts = []
+        for _ in range(p["p001_starts"]):
+            t.stop()
+            starts.append(t.start()[0])
+        out["start_s"] = statistics.median(starts)
+        out["rps"] = wrk(t.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
+        out["memory_kb"] = peak_rss_kb(t)
+        t.stop()
+        out["caps"] = {}
+        for mib in p["caps_mib"]:
+            row = {"rps": None, "memory_kb": None, "result": "ok"}
+            cg = None
+            try:
+                limited, cg, row["how"] = capped(t, mib)
+                limited.start()
+                row["rps"] = wrk(limited.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
+                if limited.alive():
+                    row["memory_kb"] = peak_rss_kb(limited)
+                else:
+                    row["result"] = "OOM" if limited.proc.returncode in (-9, 137) else "exited (%d)" % limited.proc.returncode
+                limited.stop()
+            except Exception as e:  # noqa: BLE001 - the row says what happened
+                row["result"] = "failed: %s" % e
+                if "limited" in locals():
+                    limited.stop()
+            finally:
+                if cg:
+                    cg.remove()
+            out["caps"][str(mib)] = row
+        return out
+    runner.each("001", i, run, (1 + len(p["caps_mib"])) * (p["p001_s"] + 2))
+
+
+def s_004(runner, i):
+    p = runner.p
+
+    def run(t):
+        t.stop()  # a fresh start, as a deployment would be
+        boot = t.start()[0]
+        port = urllib.parse.urlsplit(t.url).port
+        sampler = Sampler(main_pid(t), postmaster_pid(runner.pgdir))
+        try:
+            r = run_ramp(port, [t.db_path], p["ramp_users"], p["ramp_s"], p["ramp_hold_s"], p["ramp_think_s"],
+                         p["ramp_timeout_s"])
+        finally:
+            res = sampler.stop()
+        r.update(res, boot_s=boot)
+        if not t.alive():
+            r["died"] = "exited with %s during the ramp" % t.proc.returncode
+        return r
+    runner.each("004", i, run, p["ramp_s"] + p["ramp_hold_s"] + 10)
+
+
+FUNCS = {"build": s_build, "000": s_000, "001": s_001, "004": s_004}
+
+
+# ---------------------------------------------------------------- rendering
+
+def fmt(v, f="%.0f"):
+    return "-" if v is None else f % v
+
+
+def _get(sc, s, n, *keys):
+    v = sc.get(s, {}).get(n)
+    for k in keys:
+        v = v.get(k) if isinstance(v, dict) else None
+    return v
+
+
+def _table(out, title, names, pub_cols, rows, intro=None):
+    """rows: (label, [measured value per target], format, ratio?, [published text per pub column])."""
+    out.extend(["", "### " + title, ""])
+    if intro:
+        out.extend([intro, ""])
+    head = ["metric"] + names + ["%s / %s" % (names[0], n) for n in names[1:]] + ["%s: %s" % (PUBLISHED, c) for c in pub_cols]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for label, vals, f, ratio, pubs in rows:
+        cells = [fmt(v, f) for v in vals]
+        cells += [("%.2f×" % (vals[0] / v) if ratio and v and vals[0] is not None else "-") for v in vals[1:]]
+        cells += pubs
+        out.append("| %s | %s |" % (label, " | ".join(cells)))
+
+
+def _errors(out, sc, s, names):
+    for n in names:
+        v = sc.get(s, {}).get(n)
+        if isinstance(v, dict) and "error" in v:
+            out.append("- **%s: %s**" % (n, v["error"]))
+            lines = []
+            for line in (v.get("log_tail") or "").strip().split("\n"):
+                if line and (not lines or lines[-1] != line):  # a target started several times repeats itself
+                    lines.append(line)
+            if lines:
+                out.append("\n  last log lines:\n\n" + "".join("      " + l + "\n" for l in lines[-10:]))
+        elif isinstance(v, dict) and "skipped" in v:
+            out.append("- %s: not run: %s" % (n, v["skipped"]))
+
+
+def _mb(kb):
+    return kb / 1024.0 if kb is not None else None
+
+
+def render(results, s, refs=None):
+    """Markdown lines for published scenario `s`."""
+    refs = refs if refs is not None else refdata.load()
+    names, sc, out = results["targets"], results["scenarios"], []
+    V = refdata.value
+    if s == "build":
+        pub = [("001", "Quarkus RESTEasy Reactive JVM", None), ("001", "Quarkus RESTEasy Reactive native", None),
+               ("004", "Quarkus Reactive + PG client, fast jar", "chapter 6"),
+               ("004", "Quarkus Reactive + PG client, native executable", "chapter 6")]
+        _table(out, "build time (posts 001 and 004)", names, ["%s %s" % (p, sy) for p, sy, _ in pub], [
+            ("cold build (s): clean, then the build command", [_get(sc, s, n, "cold_s") for n in names], "%.1f", True,
+             [V(refs, p, "build_time", sy, table=tb) for p, sy, tb in pub]),
+            ("warm build (s): the build command again", [_get(sc, s, n, "warm_s") for n in names], "%.1f", True,
+             ["-"] * len(pub)),
+            ("artifact (MB)", [(_get(sc, s, n, "artifact_bytes") or 0) / 1e6 or None for n in names], "%.2f", True,
+             [V(refs, p, "artifact_size", sy, table=tb) for p, sy, tb in pub])],
+            "Build commands run under `nice -n 10`; warm = the same command again at once (caches and build folder "
+            "kept; Go's GOCACHE is a fresh folder for the cold build). Published times are the posts' own builds "
+            "(Gradle/Maven, their machines).")
+    elif s == "000":
+        pub = ["Quarkus JVM", "Quarkus native"]
+        rows = [("requests/s", [_get(sc, s, n, "rps") for n in names], "%.0f", True,
+                 [V(refs, "000", "requests_per_s", x) for x in pub])]
+        for k in ("p50", "p75", "p90", "p99"):
+            rows.append(("latency %s (ms)" % k, [_get(sc, s, n, k) for n in names], "%.2f", True,
+                         [V(refs, "000", "latency_" + k, x) for x in pub]))
+        rows.append(("requests in the run", [_get(sc, s, n, "requests") for n in names], "%d", False,
+                     [V(refs, "000", "requests_total", x, condition=c) for x, c in zip(pub, ("in 20.04 s", "in 20.09 s"))]))
+        rows.append(("non-2xx + socket errors", [(_get(sc, s, n, "non2xx") or 0) + (_get(sc, s, n, "socket_errors") or 0)
+                                                  if _get(sc, s, n, "rps") is not None else None for n in names], "%d", False,
+                     ["-", "-"]))
+        _table(out, "000: wrk -c50 -d%ds --latency /hello" % results["params"]["p000_s"], names, pub, rows,
+               "Post 000's layout (wrk's latency distribution). Published: a Quarkus 1.13 route returning a string, "
+               "on a 2017 MacBook Pro.")
+    elif s == "001":
+        caps = results["params"]["caps_mib"]
+        pub = refdata.systems(refs, "001", "JVM table") + refdata.systems(refs, "001", "native table")
+        rows = [("artifact size (MB)", [(_get(sc, s, n, "artifact_bytes") or 0) / 1e6 or None for n in names], "%.2f", True,
+                 [V(refs, "001", "artifact_size", x) for x in pub]),
+                ("build time (s)", [_get(sc, "build", n, "cold_s") for n in names], "%.1f", True,
+                 [V(refs, "001", "build_time", x) for x in pub]),
+                ("start time (s)", [_get(sc, s, n, "start_s") for n in names], "%.3f", True,
+                 [V(refs, "001", "startup_time", x) for x in pub]),
+                ("requests per second", [_get(sc, s, n, "rps") for n in names], "%.0f", True,
+                 [V(refs, "001", "requests_per_s", x) for x in pub])]
+        for mib in caps:
+            rows.append(("requests per second (cap %d MiB)" % mib, [_get(sc, s, n, "caps", str(mib), "rps") for n in names],
+                         "%.0f", True, [V(refs, "001", "requests_per_s", x, condition="-Xmx%dm" % mib) for x in pub]))
+        rows.append(("memory (MB, peak RSS)", [_mb(_get(sc, s, n, "memory_kb")) for n in names], "%.1f", True,
+                     [V(refs, "001", "memory", x) for x in pub]))
+        for mib in caps:
+            rows.append(("memory (MB, cap %d MiB)" % mib, [_mb(_get(sc, s, n, "caps", str(mib), "memory_kb")) for n in names],
+                         "%.1f", True, [V(refs, "001", "memory", x, condition="-Xmx%dm" % mib) for x in pub]))
+        _table(out, "001: wrk -t10 -c50 -d%ds /hello, bare and capped" % results["params"]["p001_s"], names, pub, rows,
+               "Post 001's layout. Build time comes from the build scenario (cold). Published: Spring and Quarkus "
+               "on an i5-10400; their caps are -Xmx (heap) flags.")
+        for n in names:
+            for mib in caps:
+                row = _get(sc, s, n, "caps", str(mib))
+                if isinstance(row, dict):
+                    out.append("- %s, cap %d MiB: %s%s" % (n, mib, row.get("how", "not applied"),
+                                                          "" if row.get("result") == "ok" else " → " + row["result"]))
+    elif s == "004":
+        out.extend(render_004(results, refs))
+        return out
+    _errors(out, sc, s, names)
+    return out
+
+
+COLS_004 = ["TYPE", "SOURCE", "BUILD TIME (s)", "ARTIFACT SIZE (MB)", "BOOT UP (s)", "ACTIVE USERS", "TOTAL REQUESTS",
+            "OK", "KO (%)", "RPS", "RESPONSE TIME (95th pct) (ms)", "SATURATION POINT", "RAM (MB)", "CPU (%)",
+            "THREADS (MAX)", "POSTGRES CPU (%)"]
+METRICS_004 = ["build_time", "artifact_size", "startup_time", "active_users", "requests_total", "requests_ok", "ko",
+               "requests_per_s", "response_time_p95", "saturation_point", "memory", "cpu", "threads_max", "postgres_cpu"]
+
+
+def sat_cell(r):
+    """The saturation point; windows where the driver itself lagged do not count, and where it lagged for good the
+    cell says from how many users on."""
+    if r.get("saturation"):
+        return "%d" % r["saturation"]["users"]
+    if r.get("driver_limit"):
+        return "none before the driver's limit (%d)" % r["driver_limit"]["users"]
+    return "none"
+
+
+def render_004(results, refs):
+    names, sc, p = results["targets"], results["scenarios"], results["params"]
+    out = ["", "### 004: ramp to %d users on the DB path" % p["ramp_users"], "",
+           "Post 004's layout (its chapter 6). Here: users arrive evenly over %d s, then all keep going for %d s; each "
+           "user has its own keep-alive connection and loops GET <db-path>, think %.1f s (uniform 0.5–1.5×); KO = no "
+           "2xx within %d s (bench/ramp.py). The post's ramp ran for about 1,100 s (its total requests / RPS). "
+           "Saturation point: active users at the first of 3 windows in a row with KO > 1 %% or p95 > max(10 × the "
+           "early p95, early p95 + 50 ms), not counting windows in which the driver's own event loop lagged by "
+           "more than 50 ms (p95): there the driver, not the target, was the bottleneck. CPU %%: 100 = one core; "
+           "PostgreSQL's: its postmaster and backends." % (p["ramp_s"], p["ramp_hold_s"], p["ramp_think_s"],
+                                                           p["ramp_timeout_s"]), "",
+           "| " + " | ".join(COLS_004) + " |", "|" + "---|" * len(COLS_004)]
+    for n in names:
+        r = sc.get("004", {}).get(n)
+        if not isinstance(r, dict) or "error" in r:
+            out.append("| %s | measured here | %s |" % (n, " | ".join(["-"] * (len(COLS_004) - 2))))
+            continue
+        sat = r.get("saturation")
+        art = _get(sc, "001", n, "artifact_bytes") or _get(sc, "build", n, "artifact_bytes")
+        cells = [fmt(_get(sc, "build", n, "cold_s"), "%.1f"), fmt(art / 1e6 if art else None, "%.2f"),
+                 fmt(r.get("boot_s"), "%.3f"), "%d" % r["max_users"], "%d" % r["total"], "%d" % r["ok"],
+                 fmt(r["ko_pct"], "%.2f"), fmt(r["rps"], "%.1f"), fmt(r["p95_ms"], "%.1f"),
+                 sat_cell(r), fmt(_mb(r.get("peak_rss_kb")), "%.1f"),
+                 fmt(r.get("cpu_pct"), "%.0f"), fmt(r.get("max_threads"), "%d"), fmt(r.get("pg_cpu_pct"), "%.0f")]
+        out.append("| %s | measured here | %s |" % (n, " | ".join(cells)))
+    for system in refdata.systems(refs, "004", "chapter 6"):
+        cells = []
+        for m in METRICS_004:
+            rs = [x for x in refs if x["post"] == "004" and x.get("table") == "chapter 6" and x["system"] == system
+                  and x["metric"] == m]
+            v = rs[0]["value"] if rs else None
+            cells.append("N/A" if v is None else refdata.num(v))
+        out.append("| %s | %s | %s |" % (system, PUBLISHED, " | ".join(cells)))
+    out.append("")
+    for n in names:
+        r = sc.get("004", {}).get(n)
+        if isinstance(r, dict) and "error" not in r:
+            d = r["driver"]
+            sat = r.get("saturation")
+            dl = r.get("driver_limit")
+            # CPU per request, from CPU % and requests/s (the sampler's and the driver's spans are both the ramp's)
+            per_req = lambda pct: pct / 100.0 / r["rps"] * 1e6 if r.get("rps") and pct is not None else None  # noqa: E731
+            out.append("- %s: p50 %.1f ms; saturation %s; driver: %d processes, CPU %s %% each (%s µs of CPU per request, "
+                       "the target %s µs), event-loop lag p95 %.0f ms%s%s" % (
+                           n, r["p50_ms"] or 0, "at %d users (%s)" % (sat["users"], sat["reason"]) if sat else "none",
+                           d["procs"], "/".join("%.0f" % c for c in d["cpu_pct_per_proc"]),
+                           fmt(per_req(sum(d["cpu_pct_per_proc"]))), fmt(per_req(r.get("cpu_pct"))), d["loop_lag_p95_ms"] or 0,
+                           " — **from %d users on the driver itself was the bottleneck: the figures beyond include its "
+                           "delay and under-state the load offered**" % dl["users"] if dl else "",
+                           "; " + r["died"] if r.get("died") else ""))
+    for rec in refs:
+        if rec["post"] == "004" and rec.get("table") == "chapter 6" and rec["note"] and (
+                "SWAP" in rec["note"] or "impossible" in rec["note"] or "disagrees" in rec["note"]):
+            out.append("- published, %s, %s: %s" % (rec["system"], rec["metric"], rec["note"]))
+    _errors(out, sc, "004", names)
+    return out
+
+
+def charts(results, plot):
+    """The ramp's p95 and KO % against active users, per target, and 001's requests/s bare and capped.
+    `plot(name, data, gnuplot script)` is run.py's."""
+    names, sc = results["targets"], results["scenarios"]
+    series = [(n, sc["004"][n]["windows"]) for n in names
+              if isinstance(sc.get("004", {}).get(n), dict) and "windows" in sc["004"][n]]
+    if series:
+        blocks = "\n\n\n".join("# %s\n" % n + "\n".join("%d %.3f %.3f %.3f" % (w["users"], w["p95_ms"], w["ko_pct"],
+                                                                             max(0.01, w.get("driver_lag_ms") or 0))
+                                                        for w in ws) for n, ws in series)
+        titles = ", ".join('"%%(dat)s" index %d using 1:%%(col)d with linespoints title "%s"' % (i, n)
+                           for i, (n, _) in enumerate(series))
+        lag = ", ".join('"%%(dat)s" index %d using 1:4 with lines dashtype 2 title "%s: driver lag p95"' % (i, n)
+                        for i, (n, _) in enumerate(series))
+        plot("ramp-p95", blocks + "\n", 'set style data lines; set title "ramp: p95 response time against active '
+             'users (dashed: the driver\'s own event-loop lag)"; set xlabel "active users"; set ylabel "ms"; '
+             'set logscale y; set yrange [*:*]; plot ' + titles.replace("%(col)d", "2") + ", " + lag)
+        plot("ramp-ko", blocks + "\n", 'set style data lines; set title "ramp: KO %% against active users"; '
+             'set xlabel "active users"; set ylabel "KO (%%)"; set yrange [0:100]; plot ' + titles.replace("%(col)d", "3"))
+    if "001" in sc:
+        caps = results["params"]["caps_mib"]
+        rows = []
+        for n in names:
+            vals = [_get(sc, "001", n, "rps")] + [_get(sc, "001", n, "caps", str(m), "rps") for m in caps]
+            rows.append('"%s" %s' % (n, " ".join("%.1f" % (v or 0) for v in vals)))
+        cols = '"bare" ' + " ".join('"cap %d MiB"' % m for m in caps)
+        plot("001-rps", "target %s\n%s\n" % (cols, "\n".join(rows)),
+             'set title "001: /hello requests/s (wrk -t10 -c50), bare and capped"; set ylabel "requests/s"; '
+             'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead' % (len(caps) + 2))

@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: MIT
+"""The published suite's tables (bench/published.py) from recorded results: each in its post's layout, each with
+the published figures in columns or rows marked "published (their hardware)", ratios only between measured
+targets, a target that could not run reported with why, and how each target took its memory cap."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import published  # noqa: E402
+import refdata  # noqa: E402
+from benchlib import Target  # noqa: E402
+
+WINDOWS = [{"t": 0.0, "users": 1, "responses": 10, "ko_pct": 0.0, "p95_ms": 1.0}]
+RAMP = {"total": 1000, "ok": 990, "ko": 10, "ko_pct": 1.0, "rps": 100.0, "p95_ms": 12.5, "p50_ms": 1.0, "max_users": 500,
+        "saturation": {"users": 420, "t": 7.0, "reason": "KO 5.0% > 1%"}, "driver_limit": {"users": 450, "t": 7.5},
+        "windows": WINDOWS, "boot_s": 0.05,
+        "peak_rss_kb": 10240, "cpu_pct": 55.0, "max_threads": 4, "pg_cpu_pct": 30.0,
+        "driver": {"procs": 2, "cpu_pct_per_proc": [20.0, 21.0], "loop_lag_p95_ms": 80.0, "bound": True}}
+DOWN = {"error": "go exited with 127 at start", "log_tail": "bench/peers/go/run.sh not found\n" * 3}
+
+
+def results():
+    return {"date": "2026-11-30 00:00:00 UTC", "cpus": 2, "quick": True, "targets": ["preon", "go"],
+            "params": dict(published.QUICK), "scenarios": {
+                "build": {"preon": {"cold_s": 20.0, "warm_s": 1.0, "artifact_bytes": 140000}, "go": DOWN},
+                "000": {"preon": {"rps": 20000.0, "p50": 1.0, "p75": 2.0, "p90": 3.0, "p99": 4.0, "requests": 40000,
+                                  "non2xx": 0, "socket_errors": 0}, "go": DOWN},
+                "001": {"preon": {"artifact_bytes": 140000, "start_s": 0.06, "rps": 25000.0, "memory_kb": 9000,
+                                  "caps": {"32": {"rps": 22000.0, "memory_kb": 9100, "result": "ok",
+                                                  "how": "cgroup memory.max 32 MiB"},
+                                           "128": {"rps": None, "memory_kb": None, "result": "OOM",
+                                                   "how": "cgroup memory.max 128 MiB"}}}, "go": DOWN},
+                "004": {"preon": RAMP, "go": DOWN}}}
+
+
+class PublishedRenderTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.refs = refdata.load()
+        cls.md = {s: "\n".join(published.render(results(), s, cls.refs)) for s in published.SCENARIOS}
+
+    def test_published_column_in_every_table(self):
+        for s, md in self.md.items():
+            self.assertIn(published.PUBLISHED, md, s)
+            self.assertIn("**go: go exited with 127 at start**", md, s)
+            self.assertEqual(md.count("bench/peers/go/run.sh not found"), 1, s)  # its log lines, once
+
+    def test_000(self):
+        md = self.md["000"]
+        self.assertIn("| metric | preon | go | preon / go | published (their hardware): Quarkus JVM | "
+                      "published (their hardware): Quarkus native |", md)
+        self.assertIn("| requests/s | 20000 | - | - | 51192.58 req/s | 75119.42 req/s |", md)
+        self.assertIn("| latency p99 (ms) | 4.00 | - | - | 28.91 ms | 7.68 ms |", md)
+
+    def test_001(self):
+        md = self.md["001"]
+        self.assertIn("published (their hardware): Quarkus RESTEasy Reactive JVM", md)
+        self.assertIn("| requests per second (cap 32 MiB) | 22000 | - | - | OOM | 58833.49 req/s |", md)
+        self.assertIn("| build time (s) | 20.0 | - | - | 14 s |", md)
+        self.assertIn("- preon, cap 128 MiB: cgroup memory.max 128 MiB → OOM", md)
+        self.assertIn("- preon, cap 32 MiB: cgroup memory.max 32 MiB\n", md + "\n")
+
+    def test_004(self):
+        md = self.md["004"]
+        self.assertIn("| TYPE | SOURCE | BUILD TIME (s) |", md)
+        self.assertIn("| preon | measured here | 20.0 | 0.14 | 0.050 | 500 | 1000 | 990 | 1.00 | 100.0 | 12.5 | 420 | "
+                      "10.0 | 55 | 4 | 30 |", md)
+        self.assertIn("| Quarkus Reactive + PG client, fast jar | published (their hardware) | 4 | N/A | 0.987 | 10246 | "
+                      "828711 | 718773 | 13 | 755.434 | 13686 | 1971 | 1054 | 9 | 25 | 99 |", md)
+        self.assertIn("SWAP", md)
+        self.assertIn("from 450 users on the driver itself was the bottleneck", md)
+        r = dict(RAMP, saturation=None)
+        self.assertEqual(published.sat_cell(r), "none before the driver's limit (450)")
+        self.assertEqual(published.sat_cell(dict(r, driver_limit=None)), "none")
+
+    def test_build(self):
+        self.assertIn("| cold build (s): clean, then the build command | 20.0 | - | - | 4 s | 53 s | 4 s | 180 s |",
+                      self.md["build"])
+
+    def test_cap_flags(self):
+        """A target's own cap= flags: NAME=value goes to its environment, flags into {cap} or after the command."""
+        base = Target("jvm", ["bash", "run.sh"], {"JAVA_OPTS": "-Xss1m"}, 1)
+        base.spec = {"cap": "JAVA_OPTS=-Xmx{mib}m"}
+        t, cg, how = published.capped(base, 32)
+        self.assertEqual((t.env["JAVA_OPTS"], t.argv, cg, how), ("-Xss1m -Xmx32m", ["bash", "run.sh"], None, "JAVA_OPTS=-Xmx32m"))
+        base.spec = {"cap": "-Xmx{mib}m", "start": "java {cap} -jar q.jar"}
+        t, _, _ = published.capped(base, 128)
+        self.assertEqual(t.argv, ["sh", "-c", "java -Xmx128m -jar q.jar"])
+        base.spec = {"cap": "-Xmx{mib}m", "start": "./q-runner"}
+        self.assertEqual(published.capped(base, 32)[0].argv, ["sh", "-c", "./q-runner -Xmx32m"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
