@@ -60,7 +60,9 @@ def peer_spec(name):
     """The peer service bench/peers/<name>/ (run.sh, build.sh → build/) as a target spec."""
     d = os.path.join(PEERS, name)
     return {"name": name, "peer": name, "db-path": "/fruits", "build": "bash %s" % shlex.quote(os.path.join(d, "build.sh")),
-            "clean": "rm -rf %s" % shlex.quote(os.path.join(d, "build")), "artifact": os.path.join(d, "build"),
+            "clean": "rm -rf %s" % shlex.quote(os.path.join(d, "build")),
+            # what would be shipped: Go's static binary; the JVM's jar (Debian's JDK and jars beside it not counted)
+            "artifact": os.path.join(d, "build", {"go": "go-peer", "jvm": "jvm-peer.jar"}.get(name, "")),
             "cap": {"go": "GOMEMLIMIT={mib}MiB", "jvm": "JAVA_OPTS=-Xmx{mib}m"}.get(name)}
 
 
