@@ -14,12 +14,14 @@ mkdir -p "$OUT"
 PEERS=$(mktemp -d)
 trap 'rm -rf "$PEERS"' EXIT
 for name in go jvm; do
+    artifact=$([ "$name" = go ] && echo go-peer || echo jvm-peer.jar) # what bench/run.py sizes as the artifact
     mkdir -p "$PEERS/$name"
     cat >"$PEERS/$name/build.sh" <<BUILD
 #!/usr/bin/env bash
 set -e
 mkdir -p "\$(dirname "\$0")/build"
 cp "$REPO/tests/bench/ramp_server.py" "\$(dirname "\$0")/build/server.py"
+cp "$REPO/tests/bench/ramp_server.py" "\$(dirname "\$0")/build/$artifact"
 echo "build time 0 s"
 BUILD
     cat >"$PEERS/$name/run.sh" <<RUN

@@ -77,7 +77,8 @@ class ParsingTest(unittest.TestCase):
             t = parse_target(peer)
             self.assertEqual((t["name"], t["peer"], t["db-path"], t["cap"]), (peer, peer, "/fruits", cap))
             self.assertTrue(t["build"].endswith("bench/peers/%s/build.sh" % peer), t["build"])
-            self.assertTrue(t["artifact"].endswith("bench/peers/%s/build" % peer), t["artifact"])
+            self.assertTrue(t["artifact"].endswith("bench/peers/%s/build/%s" % (peer, {"go": "go-peer", "jvm": "jvm-peer.jar"}[peer])),
+                        t["artifact"])
         t = parse_target("name=q,start='java {cap} -jar q.jar',url=http://127.0.0.1:9,build='gradle build',cap=-Xmx{mib}m,"
                          "artifact=build/q.jar,clean='rm -rf build'")
         self.assertEqual((t["build"], t["cap"], t["artifact"], t["clean"]), ("gradle build", "-Xmx{mib}m", "build/q.jar", "rm -rf build"))
