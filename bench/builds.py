@@ -15,7 +15,7 @@ import statistics
 import tempfile
 import time
 
-from benchlib import Target, free_port, log, preon_env, private_postgres, save, wrk
+from measure import Target, free_port, log, preon_env, private_postgres, save, wrk
 
 TESTS = ["/db", "/fruits", "/json", "/queries?queries=20", "/fortunes", "/updates?queries=20"]
 

@@ -17,39 +17,13 @@ import argparse
 import os
 import statistics
 import subprocess
-import tempfile
 import time
 
-from benchlib import save, REPO, HERE, Target, build_preon, dir_bytes, free_port, log, preon_env, private_postgres_dir, wrk
+from measure import (HERE, REPO, Target, build_preon, cpu_s, dir_bytes, free_port, log, preon_env, private_postgres_dir, rss_kb,
+                     save, stripped_size, threads, wrk)
 
 PEERS = os.environ.get("PREON_BENCH_PEERS") or os.path.join(HERE, "peers")
 ALIASES = {"go-gin": "go"}
-
-
-def rss_kb(pid, field="VmRSS"):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def threads_of(pid):
-    return len(os.listdir("/proc/%d/task" % pid))
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def stripped_size(path):
-    tmp = tempfile.mktemp()
-    subprocess.run(["strip", "-o", tmp, path], check=True)
-    size = os.path.getsize(tmp)
-    os.unlink(tmp)
-    return size
 
 
 def make_targets(args, preon_bin, pgport, pgdir):
@@ -91,9 +65,9 @@ def measure(args, targets, conns):
         r["start_db_ms"] = statistics.median(s[1] for s in starts) * 1000
         time.sleep(1)
         r["idle_rss_kb"] = rss_kb(t.proc.pid)
-        r["threads"] = threads_of(t.proc.pid)
+        r["threads"] = threads(t.proc.pid)
         r["binary_bytes"] = dir_bytes(t.binary)
-        r["stripped_bytes"] = stripped_size(t.binary) if os.path.isfile(t.binary) else None
+        r["stripped_bytes"] = stripped_size(t.binary)
         log("%s: start %.1f ms (/hello), %.1f ms (db); idle RSS %d kB" % (t.name, r["start_hello_ms"], r["start_db_ms"],
                                                                        r["idle_rss_kb"]))
     total = args.rounds * len(conns) * 2 * len(targets)
@@ -103,9 +77,9 @@ def measure(args, targets, conns):
         for c in conns:
             for path in ("/hello", "/fruits"):
                 for t in order:
-                    cpu0 = cpu_seconds(t.proc.pid)
+                    cpu0 = cpu_s(t.proc.pid)
                     res = wrk(t.url + (path if path == "/hello" else t.db_path), c, args.duration)
-                    res["cpu_s"] = cpu_seconds(t.proc.pid) - cpu0
+                    res["cpu_s"] = cpu_s(t.proc.pid) - cpu0
                     results["targets"][t.name]["runs"].setdefault("%s c%d" % (path, c), []).append(res)
                     done += 1
                     log("[%d/%d, ~%ds left] %s %s -c%d: %.0f req/s, p99 %s ms" % (

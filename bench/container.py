@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Container targets for bench/run.py: an image run with `docker run --network host` (reached on 127.0.0.1 only),
 its limits given as Docker flags, its memory read as `docker stats` reads it (the cgroup's charge), beside the RSS
-of its main process. Also the same charge for a process target in a cgroup of its own (benchlib.Cgroup), and
+of its main process. Also the same charge for a process target in a cgroup of its own (measure.Cgroup), and
 --limits specs ("mem=32m,cpus=1;mem=64m")."""
 import datetime
 import json
@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from benchlib import get
+from measure import get
 
 _UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3}
 
@@ -88,7 +88,7 @@ class ImageTarget:
         return out
 
     def start(self, timeout=60):
-        """`docker run` → first 200 on /hello and on the DB path, in seconds (as benchlib.Target.start)."""
+        """`docker run` → first 200 on /hello and on the DB path, in seconds (as measure.Target.start)."""
         self.exit = None
         t0 = time.monotonic()
         self.cid = docker("run", "-d", *self.flags(), self.image).stdout.strip()

@@ -9,7 +9,7 @@ import argparse
 import os
 import time
 
-from benchlib import save, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
+from measure import save, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
 
 
 def main():

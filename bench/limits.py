@@ -13,7 +13,7 @@ import os
 import signal
 import time
 
-from benchlib import Cgroup, Target, build_preon, free_port, log, preon_env, private_postgres, save, wrk
+from measure import Cgroup, Target, build_preon, free_port, log, preon_env, private_postgres, rss_kb, save, wrk
 
 def run_one(preon_bin, pgport, label, duration, memory_mib=None, cpus=None):
     cg = Cgroup("preon-bench-%d-%s" % (os.getpid(), label.replace(" ", "").replace(".", "_")), memory_mib, cpus)
@@ -32,10 +32,7 @@ def run_one(preon_bin, pgport, label, duration, memory_mib=None, cpus=None):
         if t.proc.poll() is not None:
             row["result"] = "OOM" if t.proc.returncode == -signal.SIGKILL else "failed (exit %d)" % t.proc.returncode
         else:
-            with open("/proc/%d/status" % t.proc.pid) as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        row["peak_rss_kb"] = int(line.split()[1])
+            row["peak_rss_kb"] = rss_kb(t.proc.pid, "VmHWM")
         row["cgroup_peak_bytes"] = cg.peak_bytes()
     finally:
         t.stop()

@@ -3,7 +3,7 @@
 --   wrk -t2 -c256 -d600s -s bench/mix.lua URL -- 1000000 /hello /fruits
 -- Environment: MIX_THREADS (wrk's -t) and MIX_DONE (a file for finished threads). Each thread stops after its
 -- share of the total; the last one to finish interrupts wrk (SIGINT, as ^C), whose -d is then only an upper
--- bound. done() prints "responses=N" and one "status_NNN=N" per status seen, which bench/benchlib.py reads
+-- bound. done() prints "responses=N" and one "status_NNN=N" per status seen, which bench/measure reads
 -- (wrk itself only says "Non-2xx").
 local threads = {}
 local paths = {}

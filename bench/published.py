@@ -15,7 +15,7 @@ import time
 import urllib.parse
 
 import refdata
-from benchlib import REPO, Cgroup, Target, cpu_s, dir_bytes, main_pid, rss_kb, wrk
+from measure import REPO, Cgroup, Target, dir_bytes, main_pid, rss_kb, tree_cpu_s, wrk
 from ramp import run_ramp
 
 SCENARIOS = ["build", "000", "001", "004"]
@@ -24,31 +24,6 @@ FULL = {"p000_s": 20, "p001_s": 60, "caps_mib": [32, 128], "p001_starts": 5, "ra
 QUICK = {"p000_s": 2, "p001_s": 2, "caps_mib": [32, 128], "p001_starts": 2, "ramp_users": 500, "ramp_s": 8,
          "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5}
 PUBLISHED = "published (their hardware)"
-
-
-def tree(pid):
-    """pid and all its descendants."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for task in os.listdir("/proc/%d/task" % p):
-                with open("/proc/%d/task/%s/children" % (p, task)) as f:
-                    todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return out
-
-
-def tree_cpu_s(pid):
-    total = 0.0
-    for p in tree(pid):
-        try:
-            total += cpu_s(p)
-        except OSError:
-            pass
-    return total
 
 
 class Sampler:

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import REPO, build_preon, log, private_postgres_dir
+from measure import REPO, build_preon, log, private_postgres_dir
 
 SUITES = {  # name: (module, unittest selectors)
     "soak": ("overload", ["SoakTest"]),

@@ -38,9 +38,9 @@ import time
 
 import published
 import published_docker
-from benchlib import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, preon_env, private_postgres_dir,
-                      rss_kb, save, wrk)
-from benchlib import main_pid as process_main_pid
+from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, preon_env, private_postgres_dir,
+                      rss_kb, save, threads, wrk)
+from measure import main_pid as process_main_pid
 from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
 
 CLASSIC = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "matrix", "c10k"]
@@ -147,7 +147,7 @@ def make_peer(t, pgport, pgdir, build_first):
 
 
 def main_pid(t):
-    """The service's own process: a container's first process, or the start command's (benchlib.main_pid)."""
+    """The service's own process: a container's first process, or the start command's (measure.main_pid)."""
     return t.pid() if isinstance(t, ImageTarget) else process_main_pid(t)
 
 
@@ -239,7 +239,7 @@ class Runner:
             t.start()
             time.sleep(1)
             pid = main_pid(t)
-            out = {"idle_rss_kb": rss_kb(pid), "threads": len(os.listdir("/proc/%d/task" % pid))}
+            out = {"idle_rss_kb": rss_kb(pid), "threads": threads(pid)}
             if t.binary:
                 out["binary_bytes"] = os.path.getsize(t.binary)
                 out["closure_bytes"] = runtime_closure(t.binary)

@@ -14,7 +14,7 @@ import argparse
 import os
 import time
 
-from benchlib import save, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
+from measure import save, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
 
 TESTS = [
     ("plaintext", "/plaintext", 16),

@@ -24,9 +24,9 @@ import subprocess
 import sys
 import time
 
-from benchlib import (HERE, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
+from measure import (HERE, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
                       save, wrk)
-from run import main_pid, rss_kb
+from measure import main_pid, rss_kb
 from throughput_report import TESTS, ms, render
 
 PG_SH = os.path.join(REPO, "scripts", "pg.sh")
@@ -39,7 +39,7 @@ MEMBERS = ["preon", "tfb-h2o", "go-gin", "bare", "pgbench"]
 
 
 class Http:
-    """A service under test (benchlib.Target) and the tests it serves."""
+    """A service under test (measure.Target) and the tests it serves."""
 
     def __init__(self, name, serves, make_target):
         self.name, self.serves, self.make_target, self.target = name, serves, make_target, None

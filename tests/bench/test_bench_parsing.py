@@ -5,7 +5,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from benchlib import parse_ab, parse_pgbench, parse_wrk  # noqa: E402
+from measure import parse_ab, parse_pgbench, parse_wrk  # noqa: E402
 from run import parse_target, render  # noqa: E402
 import throughput_report  # noqa: E402
 

@@ -19,7 +19,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
-from harness import REPO, benchlib, free_port, hold_lock, pg_url, psql  # noqa: E402
+from harness import REPO, measure, free_port, hold_lock, pg_url, psql  # noqa: E402
 
 IMAGE = "preon:latest"  # the Dockerfile's default (FROM scratch) runtime
 SLIM = "preon:slim"     # its bookworm-slim target
@@ -179,7 +179,7 @@ class DockerImageTest(unittest.TestCase):
                 self.assertLess(time.monotonic(), deadline, inspect(c.id, "{{json .State.Health}}"))
                 time.sleep(0.5)
             for path in ("/hello", "/fruits"):
-                r = benchlib.wrk("http://127.0.0.1:%d%s" % (c.port, path), 50, 5)
+                r = measure.wrk("http://127.0.0.1:%d%s" % (c.port, path), 50, 5)
                 print("%s under -m 16m --cpus 1: %.0f req/s, %d non-2xx, %d socket errors; docker stats: %s" % (
                     path, r["rps"], r["non2xx"], r["socket_errors"],
                     docker("stats", "--no-stream", "--format", "{{.MemUsage}}", c.id).stdout.strip()), flush=True)

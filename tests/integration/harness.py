@@ -36,7 +36,7 @@ LONG = os.environ.get("PREON_SCALE") == "long"
 SLOW = 20 if WRAPPER else 1
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
-import benchlib  # noqa: E402 - the wrk runner and parser the bench scripts use
+import measure  # noqa: E402 - the wrk runner and parser the bench scripts use
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
 
@@ -233,14 +233,14 @@ def rss_kib(pid):
 
 def wrk_mix(port, total, paths, conns, threads=2, bound_s=600, timeout_s=10):
     """wrk sends `total` requests cycling over `paths` on `conns` connections (bench/mix.lua), then stops;
-    `bound_s` only bounds it. Returns benchlib.parse_wrk's result, with answers by status."""
+    `bound_s` only bounds it. Returns measure.parse_wrk's result, with answers by status."""
     with tempfile.NamedTemporaryFile(prefix="preon-mix-") as done:
         env = dict(os.environ, MIX_THREADS=str(threads), MIX_DONE=done.name)
         argv = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % bound_s, "--timeout", "%ds" % timeout_s,
                 "--latency", "-s", os.path.join(REPO, "bench", "mix.lua"), "http://127.0.0.1:%d/" % port,
                 "--", str(total), *paths]
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=bound_s + 60).stdout
-    res = benchlib.parse_wrk(out)
+    res = measure.parse_wrk(out)
     res["output"] = out
     return res
 

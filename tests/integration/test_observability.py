@@ -13,7 +13,7 @@ import unittest
 
 from harness import (BIN, REPO, SANITIZER_MARKS, SLOW, WRAPPER, Preon, PreonTestCase, free_port, hold_lock, main,
                      parallel, record, require_env, scrape, value)
-from benchlib import parse_wrk
+from measure import parse_wrk
 
 
 class HealthMetricsTest(PreonTestCase):

@@ -1,20 +1,19 @@
 # SPDX-License-Identifier: MIT
-"""Shared pieces of the bench scripts: a private PostgreSQL, services under test, wrk runs and their parsing.
-All traffic goes to 127.0.0.1; every run is bounded in time."""
+"""What a measurement runs: a private PostgreSQL, the release build, services under test (started, probed and
+stopped as process groups) and cgroups that cap them. All traffic goes to 127.0.0.1."""
 import contextlib
-import json
 import os
-import re
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from .report import log
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 REPO = os.path.dirname(HERE)
 PG_SH = os.path.join(REPO, "scripts", "pg.sh")
 
@@ -23,10 +22,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def log(msg):
-    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
 
 
 def get(url, timeout=2):
@@ -139,101 +134,6 @@ class Target:
         self.proc = None
 
 
-_PCT = {k: re.compile(r"^\s+%s%%\s+([\d.]+)(us|ms|s)\s*$" % k[1:], re.M) for k in ("p50", "p75", "p90", "p99")}
-_SCALE_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
-
-
-def parse_wrk(out):
-    """wrk's output → requests/s, latency percentiles (ms, with --latency; p95 from bench/percentiles.lua),
-    non-2xx and socket error counts."""
-    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    res = {"rps": float(m.group(1)) if m else 0.0}
-    for k, rx in _PCT.items():
-        m = rx.search(out)
-        res[k] = float(m.group(1)) * _SCALE_MS[m.group(2)] if m else None
-    m = re.search(r"^p95_us=(\d+)", out, re.M)
-    res["p95"] = int(m.group(1)) / 1000.0 if m else None
-    m = re.search(r"(\d+) requests in ([\d.]+)(ms|s|m)\b", out)
-    res["requests"] = int(m.group(1)) if m else 0
-    secs = float(m.group(2)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(3)] if m else 0
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    non2xx = int(m.group(1)) if m else 0
-    # answers that were not errors, per second: with backpressure (503) requests/s alone flatters a server
-    res["ok_rps"] = (res["requests"] - non2xx) / secs if secs else 0.0
-    res["non2xx"] = non2xx
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    res["errors"] = dict(zip(("connect", "read", "write", "timeout"), (int(x) for x in m.groups()) if m else (0,) * 4))
-    res["socket_errors"] = sum(res["errors"].values())
-    # from bench/mix.lua: answers by status
-    res["statuses"] = {int(k): int(v) for k, v in re.findall(r"^status_(\d+)=(\d+)", out, re.M)}
-    m = re.search(r"^responses=(\d+)", out, re.M)
-    res["responses"] = int(m.group(1)) if m else None
-    return res
-
-
-def wrk(url, conns, duration, threads=2, script=None, script_args=()):
-    """One wrk run (bounded by `duration`); see parse_wrk."""
-    argv = ["wrk", "-t%d" % min(threads, conns), "-c%d" % conns, "-d%ds" % duration, "--latency"]
-    if script:
-        argv += ["-s", script]
-    argv.append(url)
-    if script_args:
-        argv += ["--", *script_args]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60).stdout
-    return parse_wrk(out)
-
-
-def parse_ab(out):
-    """ApacheBench's output → requests/s, mean and max latency (ms), completed and failed requests."""
-    def num(rx, conv=float):
-        m = re.search(rx, out, re.M)
-        return conv(m.group(1)) if m else None
-    return {"rps": num(r"^Requests per second:\s+([\d.]+)") or 0.0,
-            "mean_ms": num(r"^Time per request:\s+([\d.]+) \[ms\] \(mean\)$"),
-            "max_ms": num(r"^\s*100%\s+(\d+) \(longest request\)", int),
-            "complete": num(r"^Complete requests:\s+(\d+)", int) or 0,
-            "failed": num(r"^Failed requests:\s+(\d+)", int) or 0,
-            "non2xx": num(r"^Non-2xx responses:\s+(\d+)", int) or 0}
-
-
-def ab(url, n, c, timeout=300):
-    """One ApacheBench run: `n` requests, `c` at a time (keep-alive off, as the published posts ran it)."""
-    out = subprocess.run(["ab", "-q", "-n", str(n), "-c", str(c), "-s", "30", url], capture_output=True, text=True,
-                         timeout=timeout).stdout
-    return parse_ab(out)
-
-
-def parse_pgbench(out):
-    """pgbench's output → transactions/s (without connection time), transactions processed and failed."""
-    def num(rx, conv=float):
-        m = re.search(rx, out, re.M)
-        return conv(m.group(1)) if m else None
-    return {"tps": num(r"^tps = ([\d.]+) \(without initial connection time\)") or 0.0,
-            "transactions": num(r"^number of transactions actually processed: (\d+)", int) or 0,
-            "failed": num(r"^number of failed transactions: (\d+)", int) or 0}
-
-
-def pgbench(pgport, script, duration, clients=2, dbname="preon"):
-    """One pgbench run of `script` (prepared statements, `clients` connections and threads) against the private
-    PostgreSQL on 127.0.0.1:`pgport`; see parse_pgbench."""
-    argv = ["pgbench", "-n", "-M", "prepared", "-c%d" % clients, "-j%d" % clients, "-T%d" % duration, "-f", script,
-            "-h", "127.0.0.1", "-p", str(pgport), "-U", "postgres", dbname]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60).stdout
-    return parse_pgbench(out)
-
-
-def save(results, report, out=None, prefix=""):
-    """Prints the report and writes results.json and report.md to `out` (default bench/results/<prefix><time>/)."""
-    print(report)
-    out = out or os.path.join(HERE, "results", prefix + time.strftime("%Y%m%d-%H%M%S"))
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(report)
-    log("results in %s" % out)
-
-
 V1 = os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/cpu")
 
 
@@ -296,38 +196,3 @@ class Cgroup:
                     time.sleep(0.1)
 
 
-def rss_kb(pid, field="VmRSS"):
-    """A kB figure of /proc/PID/status (VmRSS, VmHWM, Threads …), or None when the process is gone."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def main_pid(t):
-    """The service's own process: the start command's shell may have exec'd it, or started it as its child."""
-    pid = t.proc.pid
-    try:
-        children = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
-        return int(children[0]) if children else pid
-    except OSError:
-        return pid
-
-
-def cpu_s(pid):
-    """User + system CPU seconds of a process (all its threads)."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def dir_bytes(path):
-    """A file's size, or the total size of the files under a folder (a build folder, say)."""
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(path) for f in files
-               if not os.path.islink(os.path.join(root, f)))

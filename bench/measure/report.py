@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: MIT
+"""Reports: progress lines on stderr, the header every results.json starts with, Markdown tables, and the
+results.json + report.md pair every script writes."""
+import json
+import os
+import platform
+import sys
+import time
+
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")  # bench/results/
+
+
+def log(msg):
+    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+def save(results, report, out=None, prefix=""):
+    """Prints the report and writes results.json and report.md to `out` (default bench/results/<prefix><time>/)."""
+    print(report)
+    out = out or os.path.join(RESULTS, prefix + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(report)
+    log("results in %s" % out)
+
+
+
+
+def results_header(args=None, **fields):
+    """The start of every results.json: when, on what, with which command and options."""
+    head = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "machine": platform.machine(),
+            "kernel": platform.release(), "loadavg_start": list(os.getloadavg()), "command": " ".join(sys.argv)}
+    if args is not None:
+        head["args"] = dict(vars(args))
+    head.update(fields)
+    return head
+
+
+def fmt(v, f="%.0f", missing="-"):
+    """A figure for a table cell: `f` applied, or `missing` when there is none."""
+    return f % v if v is not None else missing
+
+
+def ratio(a, b, f="%.2f×"):
+    """a / b as a table cell, "-" when either is missing or b is 0."""
+    return f % (a / b) if a is not None and b else "-"
+
+
+def md_table(header, rows, align=None):
+    """A Markdown table: `header` a list of column titles, `rows` lists of cells (str() applied; None → "-"),
+    `align` an optional list of "l"/"r" per column."""
+    def cell(v):
+        return "-" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
+    sep = [{"l": ":---", "r": "---:"}.get(a, "---") for a in (align or [None] * len(header))]
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "|".join(sep) + "|"]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
