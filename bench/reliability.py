@@ -1,48 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The overload, fault and hostile-client tests of tests/integration in their long form (PREON_SCALE=long):
+"""The table of what the load and fault tests measured: every test appends one JSON record per result to the file
+PREON_RECORD names (scripts/test.sh: build/reliability.jsonl; the long form, tests/integration/long.py: its
+results.jsonl); this prints them as docs/reliability.md's table.
 
-  soak             10,000,000 requests, /hello and /fruits alternating, 256 connections; RSS per half
-  connections      10,000 connections at once, 5 rounds per path; over server.max_connections; over the
-                   open files limit
-  hostile          slowloris, oversized heads, malformed HTTP, half-closed, 10k pipelined: 30 s each, with a
-                   /hello probe (p99 < 50 ms)
-  postgres-killed  PostgreSQL killed (-m immediate) and restarted 10 times under 16 clients
-  sigterm          SIGTERM while wrk and counting clients load /fruits
-  faults           dropped table (both Sync modes), user without rights, backends abandoned after timeouts
-  injection        quotes, semicolons and $1 in every parameter
-  secrets          the database password in logs, answers and --check-config (right, wrong, database down)
-  tls              TLS (verify-full) under load: answers of many TLS records, byte-compared with a plain connection;
-                   a TLS front writing full 16 KiB records
-  failover         primary stopped and standby promoted under reads and writes, 3 times back and forth
+  python3 bench/reliability.py build/reliability.jsonl [more.jsonl ...]
 
-against build/preon and a private PostgreSQL (loopback only, each run bounded). Every test appends what it
-measured to results.jsonl; report.md is the table README's "Reliability" section shows.
-
-  python3 bench/reliability.py [--quick] [--only soak,hostile] [--out DIR]
-  python3 bench/reliability.py --render results.jsonl [more.jsonl ...]
+(The long form itself is run by the tests: /usr/bin/python3 tests/integration/long.py [--only soak,hostile].)
 """
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
 
-from measure import REPO, build_preon, log, private_postgres_dir
-
-SUITES = {  # name: (module, unittest selectors)
-    "soak": ("overload", ["SoakTest"]),
-    "connections": ("overload", ["ConnectionsTest"]),
-    "hostile": ("hostile", []),
-    "postgres-killed": ("outage", ["OutageTest.test_killed_under_load"]),
-    "sigterm": ("observability", ["DrainUnderLoadTest"]),
-    "faults": ("faults", []),
-    "injection": ("injection", []),
-    "secrets": ("secrets", []),
-    "tls": ("tls", ["TlsTest.test_large_answers_under_load", "TlsTest.test_full_size_records"]),
-    "failover": ("failover", []),
-}
+from measure import md_table
 
 
 def fmt_statuses(d):
@@ -131,49 +101,20 @@ def render(paths):
     for path in paths:
         with open(path) as f:
             rows += [json.loads(line) for line in f if line.strip()]
-    out = ["| test | build | load | duration | result | date |", "|---|---|---|---|---|---|"]
+    table = []
     for r in rows:
         name, load, secs, result = describe(r)
-        out.append("| %s | %s | %s | %s | %s | %s |" % (name, r.get("build", ""), load, secs, result, r.get("date", "")))
-    return "\n".join(out) + "\n"
+        table.append([name, r.get("build", ""), load, secs, result, r.get("date", "")])
+    return md_table(["test", "build", "load", "duration", "result", "date"], table)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the test command's sizes instead of the long form")
-    ap.add_argument("--only", default=",".join(SUITES), help="comma-separated: " + ", ".join(SUITES))
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--render", nargs="+", metavar="JSONL", help="only print the table of recorded results")
+    ap.add_argument("--render", action="store_true", help="(the default; kept for older command lines)")
+    ap.add_argument("jsonl", nargs="+", help="files of recorded results")
     args = ap.parse_args()
-    if args.render:
-        sys.stdout.write(render(args.render))
-        return 0
-    # absolute: the tests run from tests/integration
-    out = os.path.abspath(args.out or os.path.join(REPO, "bench", "results", "reliability-" + time.strftime("%Y%m%d-%H%M%S")))
-    os.makedirs(out, exist_ok=True)
-    results = os.path.join(out, "results.jsonl")
-    binary = build_preon()
-    failed = []
-    with private_postgres_dir("fsync = off") as (pgdir, _):
-        env = dict(os.environ, PREON_BIN=binary, PREON_REPO=REPO, PREON_TEST_PGDIR=pgdir, PREON_RECORD=results,
-                   PREON_SCALE="quick" if args.quick else "long")
-        for name in args.only.split(","):
-            module, selectors = SUITES[name]
-            log("%s (%s)" % (name, "quick" if args.quick else "long"))
-            start = time.monotonic()
-            # Debian's python3: the tests use its python3-prometheus-client
-            rc = subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tests", "integration", "test_%s.py" % module),
-                                 *selectors], env=env, cwd=os.path.join(REPO, "tests", "integration")).returncode
-            log("%s: %s in %.0f s" % (name, "passed" if rc == 0 else "FAILED", time.monotonic() - start))
-            if rc != 0:
-                failed.append(name)
-    report = render([results]) if os.path.exists(results) else "(nothing recorded)\n"
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("# preon reliability (%s form), %s\n\n%s\nFailed: %s\n" % (
-            "quick" if args.quick else "long", time.strftime("%Y-%m-%d"), report, ", ".join(failed) or "none"))
-    sys.stdout.write(report)
-    log("results in %s; failed: %s" % (out, ", ".join(failed) or "none"))
-    return 1 if failed else 0
+    sys.stdout.write(render(args.jsonl))
+    return 0
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ PGPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 echo "==> PostgreSQL for the tests: $PGDIR, port $PGPORT"
 PREON_PG_EXTRA_CONF="fsync = off" "$REPO/scripts/pg.sh" init "$PGDIR" "$PGPORT"
 export PREON_TEST_PGDIR=$PGDIR
-# The load and fault tests write what they measured here (bench/reliability.py --render prints it as a table).
+# The load and fault tests write what they measured here (python3 bench/reliability.py FILE prints it as a table).
 export PREON_RECORD=$REPO/build/reliability.jsonl
 rm -f "$PREON_RECORD"
 
@@ -55,6 +55,6 @@ for dir in build build-asan build-fuzz; do
     rm -f "$log"
 done
 [ "$failed" -eq 0 ] || status=1
-echo "==> measured by the load and fault tests: $PREON_RECORD (python3 bench/reliability.py --render $PREON_RECORD)"
+echo "==> measured by the load and fault tests: $PREON_RECORD (python3 bench/reliability.py $PREON_RECORD)"
 echo "$passed passed, $failed failed"
 exit $status
