@@ -13,9 +13,8 @@ import argparse
 import os
 import statistics
 import tempfile
-import time
 
-from measure import Target, free_port, log, preon_env, private_postgres, save, wrk
+from measure import Target, free_port, log, md_table, preon_env, private_postgres, ratio, results_header, save, wrk
 
 TESTS = ["/db", "/fruits", "/json", "/queries?queries=20", "/fortunes", "/updates?queries=20"]
 
@@ -36,17 +35,18 @@ def measure(binary, pgport, path, conns, duration):
 
 
 def render(results):
-    out = ["Measured %s: %d rounds of %d s, alternating; medians. before = `%s`, after = `%s`." % (
-        results["date"], results["rounds"], results["duration"], results["before"], results["after"]), "",
-        "| test | connections | req/s before → after | mean latency (ms; connections ÷ req/s) before → after | p99 (ms) before → after | non-2xx |",
-        "|---|---|---|---|---|---|"]
+    rows = []
     for row in results["rows"]:
         med = {k: {m: statistics.median(r[m] for r in row[k]) for m in ("rps", "mean", "p99")} for k in ("before", "after")}
-        ratio = med["after"]["rps"] / med["before"]["rps"] if med["before"]["rps"] else 0
-        out.append("| %s | %d | %.0f → %.0f (%.2f×) | %.3f → %.3f | %.2f → %.2f | %d |" % (
-            row["path"], row["conns"], med["before"]["rps"], med["after"]["rps"], ratio, med["before"]["mean"],
-            med["after"]["mean"], med["before"]["p99"], med["after"]["p99"], sum(r["non2xx"] for k in ("before", "after") for r in row[k])))
-    return "\n".join(out) + "\n"
+        rows.append([row["path"], row["conns"], "%.0f → %.0f (%s)" % (med["before"]["rps"], med["after"]["rps"],
+                                                                    ratio(med["after"]["rps"], med["before"]["rps"])),
+                     "%.3f → %.3f" % (med["before"]["mean"], med["after"]["mean"]),
+                     "%.2f → %.2f" % (med["before"]["p99"], med["after"]["p99"]),
+                     sum(r["non2xx"] for k in ("before", "after") for r in row[k])])
+    return "Measured %s: %d rounds of %d s, alternating; medians. before = `%s`, after = `%s`.\n\n" % (
+        results["date"], results["rounds"], results["duration"], results["before"], results["after"]) + md_table(
+        ["test", "connections", "req/s before → after", "mean latency (ms; connections ÷ req/s) before → after",
+         "p99 (ms) before → after", "non-2xx"], rows)
 
 
 def main():
@@ -60,8 +60,7 @@ def main():
     args = ap.parse_args()
     args.before, args.after = os.path.abspath(args.before), os.path.abspath(args.after)  # they run from a temp folder
     tests, rounds, duration = (TESTS[:2], 1, 1) if args.quick else (TESTS, args.rounds, args.duration)
-    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rounds": rounds, "duration": duration,
-               "before": args.before, "after": args.after, "rows": []}
+    results = results_header(args, rounds=rounds, duration=duration, before=args.before, after=args.after, rows=[])
     with private_postgres("synchronous_commit = off") as pgport:
         for path in tests:
             for conns in (64, 1):

@@ -17,7 +17,8 @@ _UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "m
 
 
 def parse_limits(spec):
-    """"mem=32m,cpus=1;mem=64m" → [{"mem_mib": 32, "cpus": 1.0}, {"mem_mib": 64, "cpus": None}]."""
+    """"mem=32m,cpus=1;mem=64m;none" → [{"mem_mib": 32, "cpus": 1.0}, {"mem_mib": 64, "cpus": None},
+    {"mem_mib": None, "cpus": None}]."""
     rows = []
     for part in [p for p in spec.split(";") if p.strip()]:
         row = {"mem_mib": None, "cpus": None}
@@ -30,6 +31,8 @@ def parse_limits(spec):
                 row["mem_mib"] = int(m.group(1)) * (1024 if m.group(2) == "g" else 1)
             elif key == "cpus":
                 row["cpus"] = float(value)
+            elif key == "none" and not value:
+                pass  # no cap: the baseline row
             else:
                 raise ValueError("bad limit field %r (expected mem= or cpus=)" % item)
         rows.append(row)

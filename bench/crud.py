@@ -7,9 +7,9 @@
 """
 import argparse
 import os
-import time
 
-from measure import save, HERE, Target, build_preon, free_port, log, preon_env, private_postgres, wrk
+from measure import (HERE, Target, build_preon, fmt, free_port, log, md_table, preon_env, private_postgres, results_header,
+                     save, wrk)
 
 
 def main():
@@ -23,7 +23,7 @@ def main():
     if args.quick:
         args.duration = 2
     preon_bin = build_preon()
-    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "args": vars(args), "runs": {}}
+    results = results_header(args, runs={})
     with private_postgres() as pgport:
         port = free_port()
         t = Target("preon", [preon_bin], preon_env(pgport, port, args.sync), port)
@@ -36,13 +36,11 @@ def main():
                                                                               res["non2xx"]))
         finally:
             t.stop()
-    lines = ["Measured %s on %d CPUs: wrk -t2 -s bench/crud.lua, %d s per run, database.sync=%s (PostgreSQL defaults: "
-             "synchronous_commit on)." % (results["date"], results["cpus"], args.duration, args.sync), "",
-             "| scenario | requests/s | p50 ms | p90 ms | p99 ms | non-2xx | socket errors |", "|---|---|---|---|---|---|---|"]
-    for k, r in results["runs"].items():
-        lines.append("| %s | %.0f | %.2f | %.2f | %.2f | %d | %d |" % (k, r["rps"], r["p50"], r["p90"], r["p99"], r["non2xx"],
-                                                                 r["socket_errors"]))
-    report = "\n".join(lines) + "\n"
+    report = "Measured %s on %d CPUs: wrk -t2 -s bench/crud.lua, %d s per run, database.sync=%s (PostgreSQL defaults: " \
+        "synchronous_commit on).\n\n" % (results["date"], results["cpus"], args.duration, args.sync) + md_table(
+            ["scenario", "requests/s", "p50 ms", "p90 ms", "p99 ms", "non-2xx", "socket errors"],
+            [[k, fmt(r["rps"]), fmt(r["p50"], "%.2f"), fmt(r["p90"], "%.2f"), fmt(r["p99"], "%.2f"), r["non2xx"],
+              r["socket_errors"]] for k, r in results["runs"].items()])
     save(results, report, args.out, "crud-")
 
 

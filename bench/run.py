@@ -17,14 +17,17 @@ starts), footprint (binary, runtime closure, image size, idle and peak RSS, thre
 requests), limits (post 001's Docker table: 1 CPU and -m 8/16/32/64/128/256 MiB, the post's wrk -t10 -c50 on
 /hello, memory as docker stats shows it, exited or OOM-killed), matrix (post 002: 100 MB/0.5 CPU, 200 MB/1 CPU,
 300 MB/2 CPU, each with boot time, idle CPU % and RAM, ab -n 10000 -c 100 on the DB path cold and warm, RAM under
-load, failed requests), c10k (10,000 concurrent keep-alive connections on the DB path). Caps apply through a
+load, failed requests), c10k (10,000 concurrent keep-alive connections on the DB path), rounds (not in the classic
+suite: wrk on /hello and the DB path at 50 and 100 connections, 3 rounds of 10 s with the order alternated, medians
+and ratios; bench/compare.py runs it). Scenario parameters can be changed with --set KEY=VALUE. Caps apply through a
 cgroup of its own to a process target, through docker run -m/--cpus to an image target. A target is preon (built
 here, on a private PostgreSQL), a start command and a base URL, or an image (run with docker run --network host;
 startup is then docker run → first 200 and the container's exec → first 200). A start command or an image gets
 PGHOST/PGPORT/PGDATABASE/PGUSER of the same private PostgreSQL, an image also PREON_* and PORT. Targets take turns in each scenario (A B, then B A), on loopback only, every run bounded in time.
 The published suite (--suite published, bench/published.py) re-runs the five posts' tables in their own
 layouts beside the posts' figures (bench/reference/): build (cold and warm), 000, 001 and 004 (a ramp of users).
-`--target go` and `--target jvm` are the peer services in bench/peers/ (run.sh, build.sh).
+`--target go` and `--target jvm` are the peer services in bench/peers/ (run.sh, build.sh); "preon,name=x,env='PREON_…=…'"
+is preon under another name with other settings (e.g. two preon targets side by side).
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
 import argparse
@@ -38,21 +41,24 @@ import time
 
 import published
 import published_docker
-from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, preon_env, private_postgres_dir,
-                      rss_kb, save, threads, wrk)
+from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, fmt, free_port, log, md_table, preon_env,
+                     private_postgres_dir, rss_kb, save, threads, wrk)
+from measure import ratio as ratio_cell
 from measure import main_pid as process_main_pid
 from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
 
 CLASSIC = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "matrix", "c10k"]
-SCENARIOS = CLASSIC + published.SCENARIOS
+SCENARIOS = CLASSIC + ["rounds"] + published.SCENARIOS
 SUITES = {"classic": CLASSIC, "published": published.SCENARIOS, "all": SCENARIOS}
 PEERS = os.environ.get("PREON_BENCH_PEERS") or os.path.join(HERE, "peers")  # another folder: tests' stand-ins
-FIELDS = ("name", "start", "url", "db-path", "binary", "build", "clean", "cap", "artifact", "image")
+FIELDS = ("name", "start", "url", "db-path", "binary", "build", "clean", "cap", "artifact", "image", "preon", "env")
 FULL = {"hello_s": 60, "latency_s": 20, "ab_n": 10000, "starts": 5, "limit_s": 60, "c10k_conns": 10000, "c10k_s": 30,
         "limits": "mem=8m,cpus=1;mem=16m,cpus=1;mem=32m,cpus=1;mem=64m,cpus=1;mem=128m,cpus=1;mem=256m,cpus=1",
-        "matrix": "mem=100m,cpus=0.5;mem=200m,cpus=1;mem=300m,cpus=2", "idle_s": 10}
+        "matrix": "mem=100m,cpus=0.5;mem=200m,cpus=1;mem=300m,cpus=2", "idle_s": 10,
+        "rounds_n": 3, "rounds_s": 10, "rounds_conns": "50,100"}
 QUICK = {"hello_s": 2, "latency_s": 2, "ab_n": 2000, "starts": 2, "limit_s": 2, "c10k_conns": 1000, "c10k_s": 3,
-         "limits": "mem=16m,cpus=1;mem=64m,cpus=1", "matrix": "mem=100m,cpus=0.5;mem=200m,cpus=1", "idle_s": 1}
+         "limits": "mem=16m,cpus=1;mem=64m,cpus=1", "matrix": "mem=100m,cpus=0.5;mem=200m,cpus=1", "idle_s": 1,
+         "rounds_n": 1, "rounds_s": 2, "rounds_conns": "50,100"}
 FULL.update(published.FULL)
 QUICK.update(published.QUICK)
 
@@ -83,6 +89,11 @@ def parse_target(spec):
     place of {cap} in start=, or appended to it; without cap=, a cgroup memory cap as root), binary=PATH."""
     if spec == "preon":
         return preon_spec()
+    if spec.startswith("preon,"):  # preon under another name and/or with settings: preon,name=x,env='PREON_…=…'
+        out = dict(preon_spec(), **parse_target("name=preon,start=-,url=-," + spec[len("preon,"):]))
+        for key in ("start", "url"):
+            del out[key]
+        return out
     if spec in ("go", "jvm"):
         return peer_spec(spec)
     lexer = shlex.shlex(spec, posix=True)
@@ -102,9 +113,10 @@ def parse_target(spec):
 
 def make_target(t, preon_bin, pgport, pgdir=None, build_first=True):
     """The Target of spec `t`; its spec is kept as target.spec for the published scenarios."""
+    extra = dict(kv.split("=", 1) for kv in shlex.split(t.get("env", "")))  # env='KEY=value KEY2=value'
     if t.get("preon"):
         port = free_port()
-        target = Target("preon", [preon_bin], preon_env(pgport, port), port, binary=preon_bin)
+        target = Target(t["name"], [preon_bin], dict(preon_env(pgport, port), **extra), port, binary=preon_bin)
     elif t.get("image"):
         port = free_port()
         pg = dict(PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
@@ -113,7 +125,7 @@ def make_target(t, preon_bin, pgport, pgdir=None, build_first=True):
     elif t.get("peer"):
         target = make_peer(t, pgport, pgdir, build_first)
     else:
-        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
+        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres", **extra)
         first = shlex.split(t["start"])[0]
         binary = t.get("binary") or (first if os.path.isfile(first) else None)
         start = t["start"].replace("{cap}", "")
@@ -169,6 +181,9 @@ class Runner:
     def __init__(self, args, targets):
         self.args, self.targets = args, targets
         self.p = dict(QUICK if args.quick else FULL)
+        for item in getattr(args, "set", None) or []:
+            key, _, value = item.partition("=")
+            self.p[key] = type(FULL[key])(value) if isinstance(FULL[key], (int, float)) else value
         if getattr(args, "limit_seconds", None):
             self.p["limit_s"] = args.limit_seconds
         self.results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "quick": args.quick,
@@ -338,6 +353,38 @@ class Runner:
             return rows
         self.each("matrix", i, run, len(self.caps("matrix")) * (self.p["idle_s"] + 20))
 
+    def s_rounds(self, i):
+        """Side by side: wrk on /hello and on the DB path at each connection count, rounds_n rounds with the order
+        of the targets alternated, so that a noisy machine hurts every target alike; medians per target."""
+        conns = [int(c) for c in str(self.p["rounds_conns"]).split(",") if c]
+        secs, runs, failed = self.p["rounds_s"], {t.name: {} for t in self.targets}, set()
+        total, done = self.p["rounds_n"] * len(conns) * 2 * len(self.targets), 0
+        for rnd in range(self.p["rounds_n"]):
+            order = self.targets if (i + rnd) % 2 == 0 else list(reversed(self.targets))
+            for c in conns:
+                for path in ("/hello", "db"):
+                    for t in order:
+                        done += 1
+                        if t.name in failed:
+                            continue
+                        try:
+                            self.ensure(t)
+                            pid = main_pid(t)
+                            c0 = cpu_s(pid)
+                            r = wrk(t.url + (t.db_path if path == "db" else path), c, secs)
+                            r["cpu_s"] = cpu_s(pid) - c0
+                        except Exception as e:  # noqa: BLE001 - reported, and the other targets still run
+                            self.record("rounds", t, {"error": str(e), "log_tail": t.log_tail()})
+                            failed.add(t.name)
+                            t.stop()
+                            continue
+                        runs[t.name].setdefault("%s c%d" % (path, c), []).append(r)
+                        log("rounds [%d/%d, ~%ds left] %s %s -c%d: %.0f req/s, p99 %s ms" % (
+                            done, total, (total - done) * secs, t.name, path, c, r["rps"], r["p99"]))
+        for t in self.targets:
+            if t.name not in failed:
+                self.record("rounds", t, {key: rounds_medians(rs) for key, rs in runs[t.name].items()})
+
     def s_c10k(self, i):
         n = self.p["c10k_conns"]
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -351,8 +398,15 @@ class Runner:
         self.each("c10k", i, run, self.p["c10k_s"] + 2)
 
 
-def fmt(v, f="%.0f"):
-    return "-" if v is None else f % v
+def rounds_medians(runs):
+    """The medians of a series of wrk runs, and their errors summed."""
+    def med(key):
+        vals = [r[key] for r in runs if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+    cpu = [r["cpu_s"] / r["requests"] * 10000 for r in runs if r.get("requests")]
+    return {"rps": med("rps"), "ok_rps": med("ok_rps"), "p50": med("p50"), "p99": med("p99"), "runs": len(runs),
+            "errors": sum(r["non2xx"] + r["socket_errors"] for r in runs),
+            "cpu_s_per_10k": statistics.median(cpu) if cpu else None}
 
 
 def mib(v):
@@ -370,15 +424,12 @@ def render(results):
     out = ["Measured %s on %d CPUs%s; targets: %s." % (results["date"], results["cpus"],
                                                        " (quick mode)" if results["quick"] else "", ", ".join(names))]
 
-    def table(title, rows):
+    def table(title, rows, intro=None):
         """rows: (label, [value per target], format, ratio?)"""
-        out.extend(["", "### " + title, "",
-                    "| metric | " + " | ".join(names) + "".join(" | %s / %s" % (names[0], n) for n in names[1:]) + " |",
-                    "|---|" + "---|" * (2 * len(names) - 1)])
-        for label, vals, f, ratio in rows:
-            cells = [fmt(v, f) for v in vals]
-            cells += [("%.2f×" % (vals[0] / v) if ratio and v and vals[0] is not None else "-") for v in vals[1:]]
-            out.append("| %s | %s |" % (label, " | ".join(cells)))
+        header = ["metric"] + names + ["%s / %s" % (names[0], n) for n in names[1:]]
+        out.extend(["", "### " + title, ""] + ([intro, ""] if intro else []) + [md_table(header, [
+            [label] + [fmt(v, f) for v in vals] + [ratio_cell(vals[0], v) if r else "-" for v in vals[1:]]
+            for label, vals, f, r in rows]).rstrip("\n")])
 
     def get(scenario, name, *keys):
         v = sc.get(scenario, {}).get(name, {})
@@ -410,6 +461,23 @@ def render(results):
                          ("%s max latency (ms)" % phase, [get(s, n, phase, "max_ms") for n in names], "%d", True),
                          ("%s failed requests" % phase, [get(s, n, phase, "failed") for n in names], "%d", False)]
             table("db (ab)", rows)
+        elif s == "rounds":
+            keys = []
+            for n in names:
+                keys += [k for k in (sc[s].get(n) or {}) if k not in keys and k not in ("error", "log_tail")]
+            rows = []
+            for key in keys:
+                path, c = key.split(" c")
+                what = "%s -c%s" % ("DB path" if path == "db" else path, c)
+                rows += [("%s requests/s" % what, [get(s, n, key, "rps") for n in names], "%.0f", True),
+                         ("%s p50 latency (ms)" % what, [get(s, n, key, "p50") for n in names], "%.2f", True),
+                         ("%s p99 latency (ms)" % what, [get(s, n, key, "p99") for n in names], "%.2f", True),
+                         ("%s non-2xx + socket errors" % what, [get(s, n, key, "errors") for n in names], "%d", False),
+                         ("%s CPU seconds per 10k requests" % what, [get(s, n, key, "cpu_s_per_10k") for n in names],
+                          "%.3f", True)]
+            p = results.get("params", {})
+            table("rounds", rows, "wrk -t2, %s s per run, median of %s rounds, the order of the targets alternated." % (
+                p.get("rounds_s"), p.get("rounds_n")))
         elif s == "startup":
             table("startup", [("exec (docker run) → first 200 on /hello (ms)", [get(s, n, "hello_ms") for n in names], "%.1f", True),
                               ("exec (docker run) → first 200 on the DB path (ms)", [get(s, n, "db_ms") for n in names], "%.1f", True),
@@ -521,6 +589,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="every scenario in seconds")
     ap.add_argument("--limit-seconds", type=int, help="length of each limits load (default: the post's 60 s)")
     ap.add_argument("--limits", help='caps for limits and matrix instead of the published ones, e.g. "mem=32m,cpus=1;mem=64m"')
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one of the scenario parameters (e.g. rounds_n=5, rounds_s=10, rounds_conns=50,100, "
+                         "limit_s=10): " + ", ".join(sorted(FULL)))
     ap.add_argument("--out", default=None)
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
     args = ap.parse_args()
@@ -531,6 +602,9 @@ def main():
         save(results, render(results) + "".join("\n![%s](%s)\n" % (os.path.basename(p), os.path.basename(p))
                                                 for p in pngs), args.render)
         return
+    for item in args.set:
+        if item.partition("=")[0] not in FULL or "=" not in item:
+            ap.error("--set %s: expected KEY=VALUE with KEY one of %s" % (item, ", ".join(sorted(FULL))))
     specs = [parse_target(s) for s in (args.target or ["preon"])]
     scenarios = [s for s in args.scenario.split(",") if s] if args.scenario else SUITES[args.suite]
     for s in scenarios:
