@@ -15,7 +15,7 @@ import time
 import urllib.parse
 
 import refdata
-from measure import REPO, Cgroup, Target, dir_bytes, main_pid, rss_kb, tree_cpu_s, wrk
+from measure import REPO, Cgroup, Target, dir_bytes, fmt, main_pid, md_table, metric_table, rss_kb, tree_cpu_s, wrk
 from ramp import run_ramp
 
 SCENARIOS = ["build", "000", "001", "004"]
@@ -195,10 +195,6 @@ FUNCS = {"build": s_build, "000": s_000, "001": s_001, "004": s_004}
 
 # ---------------------------------------------------------------- rendering
 
-def fmt(v, f="%.0f"):
-    return "-" if v is None else f % v
-
-
 def _get(sc, s, n, *keys):
     v = sc.get(s, {}).get(n)
     for k in keys:
@@ -208,17 +204,8 @@ def _get(sc, s, n, *keys):
 
 def _table(out, title, names, pub_cols, rows, intro=None):
     """rows: (label, [measured value per target], format, ratio?, [published text per pub column])."""
-    out.extend(["", "### " + title, ""])
-    if intro:
-        out.extend([intro, ""])
-    head = ["metric"] + names + ["%s / %s" % (names[0], n) for n in names[1:]] + ["%s: %s" % (PUBLISHED, c) for c in pub_cols]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|" + "---|" * len(head))
-    for label, vals, f, ratio, pubs in rows:
-        cells = [fmt(v, f) for v in vals]
-        cells += [("%.2f×" % (vals[0] / v) if ratio and v and vals[0] is not None else "-") for v in vals[1:]]
-        cells += pubs
-        out.append("| %s | %s |" % (label, " | ".join(cells)))
+    out.extend(["", "### " + title, ""] + ([intro, ""] if intro else []) + [
+        metric_table(names, rows, ["%s: %s" % (PUBLISHED, c) for c in pub_cols]).rstrip("\n")])
 
 
 def _errors(out, sc, s, names):
@@ -336,21 +323,19 @@ def render_004(results, refs):
            "early p95, early p95 + 50 ms), not counting windows in which the driver's own event loop lagged by "
            "more than 50 ms (p95): there the driver, not the target, was the bottleneck. CPU %%: 100 = one core; "
            "PostgreSQL's: its postmaster and backends." % (p["ramp_s"], p["ramp_hold_s"], p["ramp_think_s"],
-                                                           p["ramp_timeout_s"]), "",
-           "| " + " | ".join(COLS_004) + " |", "|" + "---|" * len(COLS_004)]
+                                                           p["ramp_timeout_s"]), ""]
+    rows = []
     for n in names:
         r = sc.get("004", {}).get(n)
         if not isinstance(r, dict) or "error" in r:
-            out.append("| %s | measured here | %s |" % (n, " | ".join(["-"] * (len(COLS_004) - 2))))
+            rows.append([n, "measured here"] + ["-"] * (len(COLS_004) - 2))
             continue
-        sat = r.get("saturation")
         art = _get(sc, "001", n, "artifact_bytes") or _get(sc, "build", n, "artifact_bytes")
-        cells = [fmt(_get(sc, "build", n, "cold_s"), "%.1f"), fmt(art / 1e6 if art else None, "%.2f"),
-                 fmt(r.get("boot_s"), "%.3f"), "%d" % r["max_users"], "%d" % r["total"], "%d" % r["ok"],
-                 fmt(r["ko_pct"], "%.2f"), fmt(r["rps"], "%.1f"), fmt(r["p95_ms"], "%.1f"),
-                 sat_cell(r), fmt(_mb(r.get("peak_rss_kb")), "%.1f"),
-                 fmt(r.get("cpu_pct"), "%.0f"), fmt(r.get("max_threads"), "%d"), fmt(r.get("pg_cpu_pct"), "%.0f")]
-        out.append("| %s | measured here | %s |" % (n, " | ".join(cells)))
+        rows.append([n, "measured here", fmt(_get(sc, "build", n, "cold_s"), "%.1f"), fmt(art / 1e6 if art else None, "%.2f"),
+                     fmt(r.get("boot_s"), "%.3f"), "%d" % r["max_users"], "%d" % r["total"], "%d" % r["ok"],
+                     fmt(r["ko_pct"], "%.2f"), fmt(r["rps"], "%.1f"), fmt(r["p95_ms"], "%.1f"),
+                     sat_cell(r), fmt(_mb(r.get("peak_rss_kb")), "%.1f"),
+                     fmt(r.get("cpu_pct"), "%.0f"), fmt(r.get("max_threads"), "%d"), fmt(r.get("pg_cpu_pct"), "%.0f")])
     for system in refdata.systems(refs, "004", "chapter 6"):
         cells = []
         for m in METRICS_004:
@@ -358,7 +343,8 @@ def render_004(results, refs):
                   and x["metric"] == m]
             v = rs[0]["value"] if rs else None
             cells.append("N/A" if v is None else refdata.num(v))
-        out.append("| %s | %s | %s |" % (system, PUBLISHED, " | ".join(cells)))
+        rows.append([system, PUBLISHED] + cells)
+    out.append(md_table(COLS_004, rows).rstrip("\n"))
     out.append("")
     for n in names:
         r = sc.get("004", {}).get(n)

@@ -4,6 +4,8 @@ printed beside bench/run.py's limits and matrix results as "published (other har
 import json
 import os
 
+from measure import md_table
+
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference", "docker-experiments.json")
 
 
@@ -30,19 +32,21 @@ def render(scenario):
         for name in row:
             if name not in services:
                 services.append(name)
-    out = ["**Published (other hardware)**: %s; %s; `%s`." % (ref["source"], ref["hardware"], ref["command"]), "",
-           "| published | " + " | ".join(services) + " |", "|---|" + "---|" * len(services)]
+    rows = []
     if scenario == "limits":
-        out.append("| image (MB) | " + " | ".join(cell(ref["image_mb"], [s]) for s in services) + " |")
+        rows.append(["image (MB)"] + [cell(ref["image_mb"], [s]) for s in services])
         for mem, row in ref["rows"].items():
-            out.append("| -m %s MiB, 1 CPU: requests/s | %s |" % (mem, " | ".join(cell(row.get(s), ["rps", "result"]) for s in services)))
-            out.append("| -m %s MiB, 1 CPU: docker stats (MiB) | %s |" % (mem, " | ".join(cell(row.get(s), ["mem_mib", "result"]) for s in services)))
+            rows.append(["-m %s MiB, 1 CPU: requests/s" % mem] + [cell(row.get(s), ["rps", "result"]) for s in services])
+            rows.append(["-m %s MiB, 1 CPU: docker stats (MiB)" % mem] + [cell(row.get(s), ["mem_mib", "result"])
+                                                                          for s in services])
     else:
         for label, row in ref["rows"].items():
             for title, keys in (("boot (s)", ["boot_s", "note"]), ("idle CPU %", ["idle_cpu_pct"]), ("idle RAM (MB)", ["idle_mb"]),
                                 ("RAM under load (MB)", ["load_mb"]), ("failed requests", ["failed"])):
-                out.append("| %s: %s | %s |" % (label, title, " | ".join(cell(row.get(s), keys) for s in services)))
-        out.append("| summary: RAM under load (MB) | %s |" % " | ".join(cell(ref["summary_load_mb"], [s]) for s in services))
+                rows.append(["%s: %s" % (label, title)] + [cell(row.get(s), keys) for s in services])
+        rows.append(["summary: RAM under load (MB)"] + [cell(ref["summary_load_mb"], [s]) for s in services])
+    out = ["**Published (other hardware)**: %s; %s; `%s`." % (ref["source"], ref["hardware"], ref["command"]), "",
+           md_table(["published"] + services, rows).rstrip("\n")]
     return "\n".join(out)
 
 

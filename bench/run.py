@@ -41,9 +41,8 @@ import time
 
 import published
 import published_docker
-from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, fmt, free_port, log, md_table, preon_env,
+from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, metric_table, preon_env,
                      private_postgres_dir, rss_kb, save, threads, wrk)
-from measure import ratio as ratio_cell
 from measure import main_pid as process_main_pid
 from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
 
@@ -426,10 +425,7 @@ def render(results):
 
     def table(title, rows, intro=None):
         """rows: (label, [value per target], format, ratio?)"""
-        header = ["metric"] + names + ["%s / %s" % (names[0], n) for n in names[1:]]
-        out.extend(["", "### " + title, ""] + ([intro, ""] if intro else []) + [md_table(header, [
-            [label] + [fmt(v, f) for v in vals] + [ratio_cell(vals[0], v) if r else "-" for v in vals[1:]]
-            for label, vals, f, r in rows]).rstrip("\n")])
+        out.extend(["", "### " + title, ""] + ([intro, ""] if intro else []) + [metric_table(names, rows).rstrip("\n")])
 
     def get(scenario, name, *keys):
         v = sc.get(scenario, {}).get(name, {})

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """bench/throughput.py's tests, issue 13's goals, and the report: the issue's table (medians, ratios, what limits
 each row, goal met/missed), latency and errors per target, peak RSS."""
+from measure import md_table
 
 
 def _t(key, label, path, conns, depth=1, db=False):
@@ -108,7 +109,7 @@ class Table:
         return "; ".join(parts)
 
     def main_rows(self, tests):
-        rows = ["| test | preon | TFB h2o | preon / TFB h2o | what limits it | goal |", "|---|---|---|---|---|---|"]
+        rows = []
         for t in tests:
             k = t["key"]
             if k in ("fruits", "hello"):
@@ -117,21 +118,19 @@ class Table:
             else:
                 peer, r = self.cell(k, "tfb-h2o"), self.ratio(k, (k, "tfb-h2o"))
                 ratio = "%.2f×" % r if r else "–"
-            rows.append("| %s | %s | %s | %s | %s | %s |" % (t["label"], self.cell(k, "preon"), peer, ratio,
-                                                             self.limits(k), self.goals(k)))
-        return rows
+            rows.append([t["label"], self.cell(k, "preon"), peer, ratio, self.limits(k), self.goals(k)])
+        return md_table(["test", "preon", "TFB h2o", "preon / TFB h2o", "what limits it", "goal"], rows).splitlines()
 
     def latency_rows(self, tests):
-        rows = ["| test | target | req/s (median) | per round | p99 ms (test's conns) | c1 p50 ms | c1 p99 ms | "
-                "errors |", "|---|---|---|---|---|---|---|---|"]
+        rows = []
         for t in tests:
             for name in NAMES:
                 m = self.med.get(t["key"], {}).get(name)
                 if m:
-                    rows.append("| %s | %s | %s | %s | %s | %s | %s | %d |" % (
-                        t["label"], NAMES[name], rate(m["rps"]), " ".join(rate(x) for x in m["per_round"]),
-                        ms(m["p99"]), ms(m["c1_p50"]), ms(m["c1_p99"]), m["errors"]))
-        return rows
+                    rows.append([t["label"], NAMES[name], rate(m["rps"]), " ".join(rate(x) for x in m["per_round"]),
+                                 ms(m["p99"]), ms(m["c1_p50"]), ms(m["c1_p99"]), m["errors"]])
+        return md_table(["test", "target", "req/s (median)", "per round", "p99 ms (test's conns)", "c1 p50 ms",
+                         "c1 p99 ms", "errors"], rows).splitlines()
 
 
 def render(results):
@@ -164,9 +163,9 @@ def render(results):
     lines += plain.latency_rows(TESTS)
     if "pgss" in results["variants"]:
         lines += ["", "With pg_stat_statements:", ""] + pgss.latency_rows([t for t in TESTS if t["db"]])
-    lines += ["", "## Peak RSS (VmHWM, MiB, over the whole run)", "", "| variant | " + " | ".join(
-        NAMES[n] for n in NAMES if n != "pgbench") + " |", "|---|" + "---|" * (len(NAMES) - 1)]
-    for variant, v in results["variants"].items():
-        cells = [v["peak_rss_kb"].get(n) for n in NAMES if n != "pgbench"]
-        lines.append("| %s | %s |" % (variant, " | ".join("–" if c is None else "%.1f" % (c / 1024) for c in cells)))
+    lines += ["", "## Peak RSS (VmHWM, MiB, over the whole run)", ""] + md_table(
+        ["variant"] + [NAMES[n] for n in NAMES if n != "pgbench"],
+        [[variant] + ["–" if c is None else "%.1f" % (c / 1024) for c in (v["peak_rss_kb"].get(n) for n in NAMES
+                                                                          if n != "pgbench")]
+         for variant, v in results["variants"].items()]).splitlines()
     return "\n".join(lines) + "\n"

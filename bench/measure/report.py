@@ -57,3 +57,14 @@ def md_table(header, rows, align=None):
     lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "|".join(sep) + "|"]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def metric_table(names, rows, extra=()):
+    """Metrics (rows) by target (columns), then each target's ratio to the first, then `extra` columns. A row is
+    (label, [value per target], format, ratio wanted?[, [cell per extra column]])."""
+    header = ["metric"] + list(names) + ["%s / %s" % (names[0], n) for n in names[1:]] + list(extra)
+    body = []
+    for label, vals, f, want_ratio, *more in rows:
+        body.append([label] + [fmt(v, f) for v in vals] + [ratio(vals[0], v) if want_ratio else "-" for v in vals[1:]]
+                    + list(more[0] if more else []))
+    return md_table(header, body)
