@@ -42,7 +42,7 @@ import time
 import published
 import published_docker
 from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, metric_table, preon_env,
-                     private_postgres_dir, rss_kb, save, threads, wrk)
+                     private_postgres_dir, results_header, rss_kb, save, threads, wrk)
 from measure import main_pid as process_main_pid
 from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
 
@@ -185,8 +185,8 @@ class Runner:
             self.p[key] = type(FULL[key])(value) if isinstance(FULL[key], (int, float)) else value
         if getattr(args, "limit_seconds", None):
             self.p["limit_s"] = args.limit_seconds
-        self.results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "quick": args.quick,
-                        "params": self.p, "targets": [t.name for t in targets], "scenarios": {}}
+        self.results = results_header(args, quick=args.quick, params=self.p, targets=[t.name for t in targets],
+                                      scenarios={})
         self.started = time.monotonic()
 
     def record(self, scenario, target, value):

@@ -21,15 +21,12 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
-import time
 
-from measure import (HERE, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
-                      save, wrk)
+from measure import (HERE, PG_SH, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
+                     results_header, save, wrk)
 from measure import main_pid, rss_kb
 from throughput_report import TESTS, ms, render
 
-PG_SH = os.path.join(REPO, "scripts", "pg.sh")
 PIPELINE_LUA = os.path.join(HERE, "pipeline.lua")
 # TechEmpower's PostgreSQL runs with synchronous_commit off; so does this one, so that /updates compare.
 PG_CONF = "synchronous_commit = off"
@@ -229,10 +226,8 @@ def main():
     members = make_members(args)
     commit = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
                             text=True).stdout.strip()
-    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "command": " ".join(sys.argv),
-               "preon_commit": commit or None,
-               "args": vars(args), "postgres": PG_CONF, "loadavg_start": os.getloadavg(),
-               "status": {m.name: m.status for m in members}, "variants": {}}
+    results = results_header(args, preon_commit=commit or None, postgres=PG_CONF,
+                             status={m.name: m.status for m in members}, variants={})
     log("targets: %s" % ", ".join("%s (%s)" % (m.name, m.status) for m in members))
     with private_postgres_dir(PG_CONF) as (pgdir, pgport):
         for variant in variants:
