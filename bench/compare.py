@@ -14,7 +14,8 @@ import argparse
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from measure import HERE, hand_over
+
 PEERS = os.environ.get("PREON_BENCH_PEERS") or os.path.join(HERE, "peers")
 ALIASES = {"go-gin": "go"}
 
@@ -45,18 +46,13 @@ def main():
                    "preon,env='%s'" % sync]
     else:
         targets = ["preon,env='%s'" % sync] + peers
-    argv = [sys.executable, os.path.join(HERE, "run.py"), "--scenario", "rounds,startup,footprint",
+    argv = ["--scenario", "rounds,startup,footprint",
             "--set", "rounds_n=%d" % args.rounds, "--set", "rounds_s=%d" % args.duration,
             "--set", "rounds_conns=%s" % args.conns, "--set", "starts=%d" % args.starts,
             "--set", "latency_s=%d" % args.duration]
     for t in targets:
         argv += ["--target", t]
-    if args.out:
-        argv += ["--out", args.out]
-    if args.dry_run:
-        print(" ".join(argv))
-        return 0
-    os.execv(argv[0], argv)
+    return hand_over("run.py", argv, args.out, args.dry_run)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,9 @@ exited) with no cap, each memory cap alone and each CPU quota alone. A process t
   bench/limits.py --target "name=preon-image,image=preon:latest"
 """
 import argparse
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from measure import hand_over
 
 
 def main():
@@ -28,16 +27,11 @@ def main():
     args = ap.parse_args()
     caps = ["none"] + ["mem=%sm" % m for m in args.memory.split(",") if m] + \
         ["cpus=%s" % c for c in args.cpus.split(",") if c]
-    argv = [sys.executable, os.path.join(HERE, "run.py"), "--scenario", "limits", "--limits", ";".join(caps),
+    argv = ["--scenario", "limits", "--limits", ";".join(caps),
             "--set", "limit_s=%d" % (2 if args.quick else args.duration)]
     for t in args.target or ["preon"]:
         argv += ["--target", t]
-    if args.out:
-        argv += ["--out", args.out]
-    if args.dry_run:
-        print(" ".join(argv))
-        return 0
-    os.execv(argv[0], argv)
+    return hand_over("run.py", argv, args.out, args.dry_run)
 
 
 if __name__ == "__main__":

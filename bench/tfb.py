@@ -10,10 +10,9 @@ the command.
   bench/tfb.py --quick         # 1 s per run, a smoke test
 """
 import argparse
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from measure import hand_over
 
 
 def main():
@@ -25,16 +24,11 @@ def main():
     ap.add_argument("--dry-run", action="store_true", help="print bench/throughput.py's command instead of running it")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    argv = [sys.executable, os.path.join(HERE, "throughput.py"), "--targets", "preon"]
+    argv = ["--targets", "preon"]
     argv += ["--quick"] if args.quick else ["--duration", str(args.duration), "--rounds", str(args.rounds)]
     if args.sync:
         argv += ["--sync", args.sync]
-    if args.out:
-        argv += ["--out", args.out]
-    if args.dry_run:
-        print(" ".join(argv))
-        return 0
-    os.execv(argv[0], argv)
+    return hand_over("throughput.py", argv, args.out, args.dry_run)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,11 @@ tests (tests/integration/harness.py): it never imports either. Modules:
 __all__ = ["ab", "parse_ab", "parse_pgbench", "parse_wrk", "pgbench", "wrk", "cpu_s", "cpu_share", "dir_bytes",
            "main_pid", "rss_kb", "stripped_size", "threads", "tree", "tree_cpu_s", "fmt", "log", "md_table", "metric_table", "ratio",
            "results_header", "save", "HERE", "PG_SH", "REPO", "V1", "Cgroup", "Target", "build_preon", "free_port",
-           "get", "preon_env", "private_postgres", "private_postgres_dir"]
+           "get", "hand_over", "preon_env", "private_postgres", "private_postgres_dir"]
 
 from .load import ab, parse_ab, parse_pgbench, parse_wrk, pgbench, wrk  # noqa: F401
 from .proc import (cpu_s, cpu_share, dir_bytes, main_pid, rss_kb, stripped_size, threads, tree,  # noqa: F401
                    tree_cpu_s)
 from .report import fmt, log, md_table, metric_table, ratio, results_header, save  # noqa: F401
-from .services import (HERE, PG_SH, REPO, V1, Cgroup, Target, build_preon, free_port, get, preon_env,  # noqa: F401
+from .services import (HERE, PG_SH, REPO, V1, Cgroup, Target, build_preon, free_port, get, hand_over, preon_env,  # noqa: F401
                        private_postgres, private_postgres_dir)

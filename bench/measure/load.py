@@ -49,11 +49,16 @@ def wrk(url, conns, duration, threads=2, script=None, script_args=()):
     return parse_wrk(out)
 
 
+def _num(out, rx, conv=float):
+    """The first group of `rx` in `out` (multi-line), converted, or None."""
+    m = re.search(rx, out, re.M)
+    return conv(m.group(1)) if m else None
+
+
 def parse_ab(out):
     """ApacheBench's output → requests/s, mean and max latency (ms), completed and failed requests."""
     def num(rx, conv=float):
-        m = re.search(rx, out, re.M)
-        return conv(m.group(1)) if m else None
+        return _num(out, rx, conv)
     return {"rps": num(r"^Requests per second:\s+([\d.]+)") or 0.0,
             "mean_ms": num(r"^Time per request:\s+([\d.]+) \[ms\] \(mean\)$"),
             "max_ms": num(r"^\s*100%\s+(\d+) \(longest request\)", int),
@@ -72,8 +77,7 @@ def ab(url, n, c, timeout=300):
 def parse_pgbench(out):
     """pgbench's output → transactions/s (without connection time), transactions processed and failed."""
     def num(rx, conv=float):
-        m = re.search(rx, out, re.M)
-        return conv(m.group(1)) if m else None
+        return _num(out, rx, conv)
     return {"tps": num(r"^tps = ([\d.]+) \(without initial connection time\)") or 0.0,
             "transactions": num(r"^number of transactions actually processed: (\d+)", int) or 0,
             "failed": num(r"^number of failed transactions: (\d+)", int) or 0}

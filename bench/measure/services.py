@@ -3,10 +3,12 @@
 stopped as process groups) and cgroups that cap them. All traffic goes to 127.0.0.1."""
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -196,3 +198,13 @@ class Cgroup:
                     time.sleep(0.1)
 
 
+
+
+def hand_over(script, argv, out=None, dry_run=False):
+    """The thin wrappers' last step: this process becomes bench/`script` with `argv` (and --out `out`), or, with
+    `dry_run`, prints that command instead."""
+    argv = [sys.executable, os.path.join(HERE, script)] + list(argv) + (["--out", out] if out else [])
+    if dry_run:
+        print(" ".join(shlex.quote(a) for a in argv))
+        return 0
+    os.execv(argv[0], argv)
