@@ -182,6 +182,14 @@ class Preon:
         except OSError:
             pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        """`with Preon(...).start() as p:` kills preon if still running and removes its log, whatever happened."""
+        self.cleanup()
+        return False
+
 
 class PreonTestCase(unittest.TestCase):
     """Starts one preon for the whole class (settings from `preon_settings`) and checks it stops cleanly."""

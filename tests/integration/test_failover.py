@@ -203,10 +203,9 @@ class FailoverTest(unittest.TestCase):
 
     def test_failover_under_load(self):
         rounds = scaled(1, 3, 1)
-        p = Preon(db_url=self.url(), **FAILOVER_SETTINGS).start()
-        primary, standby = self.nodes
-        results, start = [], time.monotonic()
-        try:
+        with Preon(db_url=self.url(), **FAILOVER_SETTINGS).start() as p:
+            primary, standby = self.nodes
+            results, start = [], time.monotonic()
             for r in range(rounds):
                 if r:  # the old primary comes back as the new one's standby
                     standby.make_standby_of(primary)
@@ -228,8 +227,6 @@ class FailoverTest(unittest.TestCase):
                 left = {k: v for k, v in x["sockets"].items() if k not in ("LISTEN", "ESTABLISHED")}
                 self.assertEqual(left, {}, brief)
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
-        finally:
-            p.cleanup()
 
     @staticmethod
     def merge(dicts):
