@@ -36,7 +36,7 @@ LONG = os.environ.get("PREON_SCALE") == "long"
 SLOW = 20 if WRAPPER else 1
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
-import measure  # noqa: E402 - the wrk runner and parser the bench scripts use
+import measure  # noqa: E402 - bench/measure: wrk and its parser, the /proc readers; tests import it from here
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
 
@@ -228,15 +228,6 @@ def record(test, **fields):
                       date=time.strftime("%Y-%m-%d"))
         with open(path, "a") as f:
             f.write(json.dumps(fields) + "\n")
-
-
-def rss_kib(pid):
-    """Resident memory of a process, KiB."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def wrk_mix(port, total, paths, conns, threads=2, bound_s=600, timeout_s=10):

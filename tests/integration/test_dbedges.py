@@ -14,8 +14,8 @@ import threading
 import time
 import unittest
 
-from harness import (PG_SH, REPO, SLOW, WRAPPER, Preon, free_port, main, pg, pg_url, psql, read_response, require_env,
-                     scrape, value)
+from harness import (PG_SH, REPO, SLOW, WRAPPER, Preon, free_port, main, measure, pg, pg_url, psql, read_response,
+                     require_env, scrape, value)
 
 
 # Time spans of the scenarios: under valgrind preon is slower, but these are mostly PostgreSQL's lock waits.
@@ -74,12 +74,6 @@ def wait_for(cond, timeout, what):
             return
         time.sleep(0.05)
     raise AssertionError("not within %.1fs: %s" % (timeout, what))
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def backends(appname="preon"):
@@ -179,9 +173,9 @@ class DbEdgesTest(unittest.TestCase):
             p.start()
             self.assertEqual(p.request("GET", "/fruits")[0], 200)
             if not WRAPPER:  # idle means idle: no spinning on a dead socket (valgrind's own CPU use blurs this)
-                before = cpu_seconds(p.proc.pid)
+                before = measure.cpu_s(p.proc.pid)
                 time.sleep(1.0)
-                self.assertLess(cpu_seconds(p.proc.pid) - before, 0.3, "preon busy while idle")
+                self.assertLess(measure.cpu_s(p.proc.pid) - before, 0.3, "preon busy while idle")
             self.assertEqual(p.stop(), 0)
 
     def test_commit_failure_at_the_sync(self):

@@ -19,7 +19,7 @@ import unittest
 
 import http.client
 
-from harness import PG_SH, SLOW, Preon, free_port, main, pg, psql, record, require_env, scaled
+from harness import PG_SH, SLOW, Preon, free_port, main, measure, pg, psql, record, require_env, scaled
 
 PGBIN = subprocess.run(["sh", "-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1"], capture_output=True,
                        text=True).stdout.strip()
@@ -36,17 +36,6 @@ def as_pg(*argv):
     """Runs a PostgreSQL tool as the postgres user (PostgreSQL refuses root), from / (our folders may be closed)."""
     cmd = list(argv) if os.getuid() != 0 else ["runuser", "-u", "postgres", "--", *argv]
     return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd="/").stdout
-
-
-def cpu_per_second(pid, seconds):
-    """CPU seconds per second a process used over `seconds` (user + system, from /proc/PID/stat)."""
-    def ticks():
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    before = ticks()
-    time.sleep(seconds)
-    return round((ticks() - before) / os.sysconf("SC_CLK_TCK") / seconds, 2)
 
 
 TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "0A": "LISTEN"}
@@ -284,7 +273,7 @@ class FailoverTest(unittest.TestCase):
                 for t, done, kind, s, name, fid in log if kind == "write" and s == 201 and (name, fid) not in stored]
         # Idle again, preon must not spin nor hold sockets of addresses tried before: watching a dead socket under a
         # number libpq reused for the next host (issue 12, defect 2) showed as 0.3-1.5 CPU s/s here, for good.
-        idle_cpu = cpu_per_second(p.proc.pid, 2.0)
+        idle_cpu = measure.cpu_share(p.proc.pid, 2.0)
         writes = [s for _, _, kind, s, _, _ in log if kind == "write"]
         return {"lost": lost, "log_tail": p.output()[-3000:], "idle_cpu": idle_cpu, "sockets": tcp_sockets(p.proc.pid),
                 "recovery_after_promote_s": round(recovery, 2), "after_promoted_s": round(max(0.0, max(bad) - t_promoted), 2),

@@ -12,8 +12,7 @@ import time
 import unittest
 
 from harness import (BIN, REPO, SANITIZER_MARKS, SLOW, WRAPPER, Preon, PreonTestCase, free_port, hold_lock, main,
-                     parallel, record, require_env, scrape, value)
-from measure import parse_wrk
+                     measure, parallel, record, require_env, scrape, value)
 
 
 class HealthMetricsTest(PreonTestCase):
@@ -270,7 +269,7 @@ class DrainUnderLoadTest(unittest.TestCase):
             p.kill(signal.SIGTERM)
             clients.join()
             out = wrk.communicate(timeout=30)[0]
-            res = parse_wrk(out)
+            res = measure.parse_wrk(out)
             rc = p.wait(timeout=15 * SLOW)
             record("sigterm-under-load", clients=counts, wrk_statuses=res["statuses"], wrk_errors=res["errors"],
                    exit_status=rc, seconds=round(time.monotonic() - start, 1))

@@ -3,7 +3,6 @@
 open files. Every request gets an answer (200, or 503 counted as backpressure), nothing crashes, memory stays
 flat. Quick form here; PREON_SCALE=long (bench/reliability.py) runs the long form."""
 import errno
-import os
 import resource
 import selectors
 import socket
@@ -11,7 +10,7 @@ import threading
 import time
 import unittest
 
-from harness import (SANITIZED, SLOW, WRAPPER, Preon, main, record, require_env, rss_kib, scaled, scrape, value,
+from harness import (SANITIZED, SLOW, WRAPPER, Preon, main, measure, record, require_env, scaled, scrape, value,
                      wrk_mix)
 
 
@@ -20,13 +19,6 @@ def raise_fd_limit(n):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < n:
         resource.setrlimit(resource.RLIMIT_NOFILE, (n, max(n, hard)))
-
-
-def cpu_seconds(pid):
-    """User + system CPU time a process has used."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class SoakTest(unittest.TestCase):
@@ -39,7 +31,9 @@ class SoakTest(unittest.TestCase):
             def sample():
                 start = time.monotonic()
                 while not stop.wait(0.1):
-                    samples.append((time.monotonic() - start, rss_kib(p.proc.pid)))
+                    t, rss = time.monotonic() - start, measure.rss_kb(p.proc.pid)
+                    if rss is not None:  # None: preon has gone, which the test reports below
+                        samples.append((t, rss))
 
             sampler = threading.Thread(target=sample)
             sampler.start()
@@ -209,9 +203,9 @@ class ConnectionsTest(unittest.TestCase):
             try:
                 start = time.monotonic()
                 outcomes = self.storm(p, n, keep=held, within=10)  # the answered ones stay open
-                cpu0 = cpu_seconds(p.proc.pid)
+                cpu0 = measure.cpu_s(p.proc.pid)
                 time.sleep(1)
-                idle_cpu = cpu_seconds(p.proc.pid) - cpu0
+                idle_cpu = measure.cpu_s(p.proc.pid) - cpu0
                 for s in held:
                     s.close()
                 held = []
