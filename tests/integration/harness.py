@@ -6,7 +6,8 @@ Environment (set by tests/CMakeLists.txt and scripts/test.sh):
   PREON_REPO       the repository, for scripts/pg.sh and sql/
   PREON_TEST_PGDIR the shared PostgreSQL cluster started by scripts/test.sh
   PREON_SANITIZED  1 in the ASan+UBSan build (memory use is then the sanitizers', not preon's)
-  PREON_WRAPPER    a command every preon runs under, e.g. valgrind and its options (tests/valgrind_suite.sh)
+  PREON_WRAPPER    a command every preon runs under, e.g. valgrind and its options (the valgrind.* tests of
+                   tests/CMakeLists.txt, label valgrind)
   PREON_SCALE      "long" for the long forms of the load and fault tests (bench/reliability.py)
   PREON_RECORD     a file the load and fault tests append their measured results to, one JSON object per line
 """
@@ -221,7 +222,7 @@ def scaled(quick, long, wrapped):
 
 
 def record(test, **fields):
-    """Appends a measured result to PREON_RECORD (bench/reliability.py renders them as README's table)."""
+    """Appends a measured result to PREON_RECORD (bench/reliability.py renders them as docs/reliability.md's table)."""
     path = os.environ.get("PREON_RECORD")
     if path:
         fields.update(test=test, build="valgrind" if WRAPPER else "asan+ubsan" if SANITIZED else "release",

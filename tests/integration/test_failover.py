@@ -23,8 +23,8 @@ from harness import PG_SH, SLOW, Preon, free_port, main, measure, pg, psql, reco
 
 PGBIN = subprocess.run(["sh", "-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1"], capture_output=True,
                        text=True).stdout.strip()
-# What a user should set for fast failover (README, "Failover"): retry often and briefly, give up on a silent
-# address soon, and notice a primary that stopped answering without closing its connections.
+# What a user should set for fast failover (docs/operations.md, "Failover"): retry often and briefly, give up on a
+# silent address soon, and notice a primary that stopped answering without closing its connections.
 FAILOVER_SETTINGS = {"database_reconnect_min_ms": 50, "database_reconnect_max_ms": 250,
                      "database_connect_timeout_ms": 1000, "database_query_timeout_ms": 2000,
                      "server_request_timeout_ms": 3000}
