@@ -116,6 +116,13 @@ class Container:
     def remove(self):
         docker("rm", "-f", self.id, check=False)
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
 
 class DockerImageTest(unittest.TestCase):
     daemon = Daemon()
@@ -164,8 +171,7 @@ class DockerImageTest(unittest.TestCase):
         self.assertEqual(json.loads(body), self.table)
 
     def test_serves_under_limits_read_only_unprivileged(self):
-        c = Container(IMAGE, "--read-only", "-m", "16m", "--memory-swap", "16m", "--cpus", "1")
-        try:
+        with Container(IMAGE, "--read-only", "-m", "16m", "--memory-swap", "16m", "--cpus", "1") as c:
             self.check_serves(c)
             pid = inspect(c.id, "{{.State.Pid}}")
             with open("/proc/%s/status" % pid) as f:
@@ -191,15 +197,10 @@ class DockerImageTest(unittest.TestCase):
             self.assertEqual(threads, {"t0"}, c.logs())
             self.assertEqual(inspect(c.id, "{{.State.OOMKilled}}"), "false")
             self.assertEqual(inspect(c.id, "{{.State.Running}}"), "true", c.logs())
-        finally:
-            c.remove()
 
     def test_slim_target_serves(self):
-        c = Container(SLIM, "--read-only", "-m", "16m", "--memory-swap", "16m")
-        try:
+        with Container(SLIM, "--read-only", "-m", "16m", "--memory-swap", "16m") as c:
             self.check_serves(c)
-        finally:
-            c.remove()
 
     def test_bench_image_target(self):
         """bench/run.py with the image as a target: caps as Docker flags, docker stats memory, image size."""
@@ -220,8 +221,7 @@ class DockerImageTest(unittest.TestCase):
         self.assertTrue(matrix["failed"] == 0 and matrix["warm"]["rps"] > 100 and matrix["load_mem_bytes"] > 100000, matrix)
 
     def test_stop_drains_requests_in_flight(self):
-        c = Container(IMAGE, "--read-only")
-        try:
+        with Container(IMAGE, "--read-only") as c:
             c.wait_ready()
             holder = hold_lock(1)
             results = []
@@ -239,8 +239,6 @@ class DockerImageTest(unittest.TestCase):
                 self.assertEqual(json.loads(body), self.table)
             self.assertEqual(inspect(c.id, "{{.State.ExitCode}}"), "0", c.logs())
             self.assertIn("draining", c.logs())
-        finally:
-            c.remove()
 
 
 if __name__ == "__main__":

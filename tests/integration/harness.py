@@ -6,7 +6,8 @@ Environment (set by tests/CMakeLists.txt and scripts/test.sh):
   PREON_REPO       the repository, for scripts/pg.sh and sql/
   PREON_TEST_PGDIR the shared PostgreSQL cluster started by scripts/test.sh
   PREON_SANITIZED  1 in the ASan+UBSan build (memory use is then the sanitizers', not preon's)
-  PREON_WRAPPER    a command every preon runs under, e.g. valgrind and its options (tests/valgrind_suite.sh)
+  PREON_WRAPPER    a command every preon runs under, e.g. valgrind and its options (the valgrind.* tests of
+                   tests/CMakeLists.txt, label valgrind)
   PREON_SCALE      "long" for the long forms of the load and fault tests (bench/reliability.py)
   PREON_RECORD     a file the load and fault tests append their measured results to, one JSON object per line
 """
@@ -36,7 +37,7 @@ LONG = os.environ.get("PREON_SCALE") == "long"
 SLOW = 20 if WRAPPER else 1
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
-import measure  # noqa: E402 - the wrk runner and parser the bench scripts use
+import measure  # noqa: E402 - bench/measure: wrk and its parser, the /proc readers; tests import it from here
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
 
@@ -182,6 +183,14 @@ class Preon:
         except OSError:
             pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        """`with Preon(...).start() as p:` kills preon if still running and removes its log, whatever happened."""
+        self.cleanup()
+        return False
+
 
 class PreonTestCase(unittest.TestCase):
     """Starts one preon for the whole class (settings from `preon_settings`) and checks it stops cleanly."""
@@ -213,22 +222,13 @@ def scaled(quick, long, wrapped):
 
 
 def record(test, **fields):
-    """Appends a measured result to PREON_RECORD (bench/reliability.py renders them as README's table)."""
+    """Appends a measured result to PREON_RECORD (bench/reliability.py renders them as docs/reliability.md's table)."""
     path = os.environ.get("PREON_RECORD")
     if path:
         fields.update(test=test, build="valgrind" if WRAPPER else "asan+ubsan" if SANITIZED else "release",
                       date=time.strftime("%Y-%m-%d"))
         with open(path, "a") as f:
             f.write(json.dumps(fields) + "\n")
-
-
-def rss_kib(pid):
-    """Resident memory of a process, KiB."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def wrk_mix(port, total, paths, conns, threads=2, bound_s=600, timeout_s=10):

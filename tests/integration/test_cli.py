@@ -91,14 +91,11 @@ class CliTest(unittest.TestCase):
     def test_host_name_resolved_once_at_start(self):
         # "localhost" is looked up at start-up and pinned as hostaddr, so reconnects never wait on DNS.
         url = pg_url().replace("127.0.0.1", "localhost")
-        p = Preon(db_url=url)
-        try:
+        with Preon(db_url=url) as p:
             p.start()
             self.assertEqual(p.request("GET", "/fruits")[0], 200)
             self.assertEqual(p.stop(), 0)
             self.assertRegex(p.output(), r"database host 'localhost' resolved to \S*127\.0\.0\.1")
-        finally:
-            p.cleanup()
 
     def test_missing_config_file(self):
         r = run("--config", "/nonexistent/preon.yaml")
@@ -118,8 +115,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
 
     def test_probe(self):
-        p = Preon(db_url="postgresql://postgres@127.0.0.1:%d/preon" % free_port())
-        try:
+        with Preon(db_url="postgresql://postgres@127.0.0.1:%d/preon" % free_port()) as p:
             p.start(probe="/hello")
             env = {"PREON_SERVER_PORT": str(p.port)}
             self.assertEqual(run("--probe", "/health/live", env=env).returncode, 0)
@@ -127,8 +123,6 @@ class CliTest(unittest.TestCase):
             self.assertEqual(run("--probe", "/nope", env=env).returncode, 1)
             self.assertEqual(p.stop(), 0)
             self.assertEqual(run("--probe", "/health/live", env=env).returncode, 1)  # nobody listening
-        finally:
-            p.cleanup()
 
     def test_port_in_use_fails_clearly(self):
         import socket
@@ -143,8 +137,7 @@ class CliTest(unittest.TestCase):
 
     def test_database_down_at_start_is_not_fatal(self):
         dead = "postgresql://postgres@127.0.0.1:%d/preon" % free_port()
-        p = Preon(db_url=dead)
-        try:
+        with Preon(db_url=dead) as p:
             p.start(probe="/hello")
             status, _, body = p.request("GET", "/hello")
             self.assertEqual((status, body), (200, b"Hello"))
@@ -155,8 +148,6 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(json.loads(body), {"error": "database is not connected", "status": 503})
             self.assertEqual(p.stop(), 0)
             self.assertIn("Connection refused", p.output())  # the log says why
-        finally:
-            p.cleanup()
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ import threading
 import time
 import unittest
 
-from harness import (PG_SH, REPO, SLOW, WRAPPER, Preon, free_port, main, pg, pg_url, psql, read_response, require_env,
-                     scrape, value)
+from harness import (PG_SH, REPO, SLOW, WRAPPER, Preon, free_port, main, measure, pg, pg_url, psql, read_response,
+                     require_env, scrape, value)
 
 
 # Time spans of the scenarios: under valgrind preon is slower, but these are mostly PostgreSQL's lock waits.
@@ -76,12 +76,6 @@ def wait_for(cond, timeout, what):
     raise AssertionError("not within %.1fs: %s" % (timeout, what))
 
 
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def backends(appname="preon"):
     out = psql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' AND backend_type = 'client backend'"
                % appname)
@@ -98,59 +92,60 @@ class DbEdgesTest(unittest.TestCase):
         drain; after SIGTERM the other thread finishes its drain while /health/ready and /metrics keep coming on the
         other connections (they read every thread's pool). Before the fix that thread freed its pool: SIGSEGV in
         preon_db_pool_stats. Now every request gets an answer and preon exits 0."""
-        p = Preon(server_threads=2, server_shutdown_timeout_ms=60000 * F, database_query_timeout_ms=60000 * F).start()
-        holder = None
-        conns = []
-        try:
-            for _ in range(16):  # the kernel spreads them over both threads' listeners (SO_REUSEPORT)
-                s = socket.create_connection(("127.0.0.1", p.port), timeout=60 * SLOW)
-                s.sendall(get("/hello"))
-                f = s.makefile("rb")
-                self.assertEqual(read_response(f)[0], 200)
-                conns.append((s, f))
-            # The lock is held until the test releases it (bounded by pg_sleep), not for a fixed time: on a slow
-            # machine a timed lock could end before the requests below arrive, and then no thread is left to answer.
-            holder = subprocess.Popen([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-c",
-                                       "BEGIN; LOCK TABLE world IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120); COMMIT;"],
-                                      env=dict(os.environ, PGAPPNAME="preon-lock-holder"),
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wait_for(lambda: psql("SELECT count(*) FROM pg_locks WHERE relation = 'world'::regclass AND "
-                                  "mode = 'AccessExclusiveLock' AND granted") == "1", 30 * F, "lock on world")
-            held = conns[0]  # its thread ("B") drains until the lock goes; the other ("A") finishes at once
-            held[0].sendall(get("/db"))
-            wait_for(lambda: psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'preon' AND "
-                                  "wait_event_type = 'Lock'") == "1", 30 * F, "/db waiting for the lock")
-            p.kill(signal.SIGTERM)
-            # Requests on the other connections, spread over A's drain and end: those on B's connections are read
-            # and answered (and read A's pool); those on A's, once A has ended, are never read (EOF at exit).
-            for i, (s, f) in enumerate(conns[1:]):
-                time.sleep(0.1 * F)
-                try:
-                    s.sendall(get("/health/ready" if i % 2 == 0 else "/metrics"))
-                except OSError:
-                    pass
-            time.sleep(0.5 * F)
-            psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'preon-lock-holder'")
-            status, _, body = read_response(held[1])
-            self.assertIn(status, (200, 503), body)
-            answers = []
-            for s, f in conns[1:]:
-                try:
-                    answers.append(read_response(f)[0])
-                except (ConnectionError, OSError):
-                    pass  # an ended thread's connection: the request was never read
-            self.assertEqual(p.wait(timeout=60 * SLOW), 0, p.output()[-3000:])
-            self.assertTrue(set(answers) <= {200, 503}, answers)
-            self.assertGreater(len(answers), 0, "no connection landed on the draining thread (1 in 2^15)")
-        finally:
-            for s, f in conns:
-                s.close()
-            if holder is not None:
-                if holder.poll() is None:
-                    psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = "
-                         "'preon-lock-holder'")
-                holder.wait(timeout=60)
-            p.cleanup()
+        with Preon(server_threads=2, server_shutdown_timeout_ms=60000 * F,
+                   database_query_timeout_ms=60000 * F).start() as p:
+            holder = None
+            conns = []
+            try:
+                for _ in range(16):  # the kernel spreads them over both threads' listeners (SO_REUSEPORT)
+                    s = socket.create_connection(("127.0.0.1", p.port), timeout=60 * SLOW)
+                    s.sendall(get("/hello"))
+                    f = s.makefile("rb")
+                    self.assertEqual(read_response(f)[0], 200)
+                    conns.append((s, f))
+                # The lock is held until the test releases it (bounded by pg_sleep), not for a fixed time: on a slow
+                # machine a timed lock could end before the requests below arrive, and then no thread is left to answer.
+                holder = subprocess.Popen([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-c",
+                                           "BEGIN; LOCK TABLE world IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120); "
+                                           "COMMIT;"],
+                                          env=dict(os.environ, PGAPPNAME="preon-lock-holder"),
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                wait_for(lambda: psql("SELECT count(*) FROM pg_locks WHERE relation = 'world'::regclass AND "
+                                      "mode = 'AccessExclusiveLock' AND granted") == "1", 30 * F, "lock on world")
+                held = conns[0]  # its thread ("B") drains until the lock goes; the other ("A") finishes at once
+                held[0].sendall(get("/db"))
+                wait_for(lambda: psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'preon' AND "
+                                      "wait_event_type = 'Lock'") == "1", 30 * F, "/db waiting for the lock")
+                p.kill(signal.SIGTERM)
+                # Requests on the other connections, spread over A's drain and end: those on B's connections are read
+                # and answered (and read A's pool); those on A's, once A has ended, are never read (EOF at exit).
+                for i, (s, f) in enumerate(conns[1:]):
+                    time.sleep(0.1 * F)
+                    try:
+                        s.sendall(get("/health/ready" if i % 2 == 0 else "/metrics"))
+                    except OSError:
+                        pass
+                time.sleep(0.5 * F)
+                psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'preon-lock-holder'")
+                status, _, body = read_response(held[1])
+                self.assertIn(status, (200, 503), body)
+                answers = []
+                for s, f in conns[1:]:
+                    try:
+                        answers.append(read_response(f)[0])
+                    except (ConnectionError, OSError):
+                        pass  # an ended thread's connection: the request was never read
+                self.assertEqual(p.wait(timeout=60 * SLOW), 0, p.output()[-3000:])
+                self.assertTrue(set(answers) <= {200, 503}, answers)
+                self.assertGreater(len(answers), 0, "no connection landed on the draining thread (1 in 2^15)")
+            finally:
+                for s, f in conns:
+                    s.close()
+                if holder is not None:
+                    if holder.poll() is None:
+                        psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = "
+                             "'preon-lock-holder'")
+                    holder.wait(timeout=60)
 
     def read_only_cluster(self):
         """A second real PostgreSQL whose sessions are read-only: libpq's target_session_attrs=read-write rejects
@@ -174,17 +169,14 @@ class DbEdgesTest(unittest.TestCase):
         good_port = int(pg_url().rsplit(":", 1)[1].split("/")[0])
         url = ("host=127.0.0.1,127.0.0.1 port=%d,%d dbname=preon user=postgres target_session_attrs=read-write "
                "sslmode=disable" % (ro_port, good_port))
-        p = Preon(db_url=url, server_threads=1, database_connections_per_thread=2)
-        try:
+        with Preon(db_url=url, server_threads=1, database_connections_per_thread=2) as p:
             p.start()
             self.assertEqual(p.request("GET", "/fruits")[0], 200)
             if not WRAPPER:  # idle means idle: no spinning on a dead socket (valgrind's own CPU use blurs this)
-                before = cpu_seconds(p.proc.pid)
+                before = measure.cpu_s(p.proc.pid)
                 time.sleep(1.0)
-                self.assertLess(cpu_seconds(p.proc.pid) - before, 0.3, "preon busy while idle")
+                self.assertLess(measure.cpu_s(p.proc.pid) - before, 0.3, "preon busy while idle")
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_commit_failure_at_the_sync(self):
         """Defect 3. A deferred unique constraint fails at the implicit COMMIT, after the INSERT's own result looked
@@ -193,14 +185,9 @@ class DbEdgesTest(unittest.TestCase):
         url = private_db("preon_edges_commit")
         db_psql("preon_edges_commit", "ALTER TABLE fruits ADD CONSTRAINT fruits_name_key UNIQUE (name) "
                                       "DEFERRABLE INITIALLY DEFERRED")
-        p = Preon(db_url=url, server_threads=1, database_connections_per_thread=1).start()
-        try:
-            for sync in ("request", "batch"):
-                if sync == "batch":
-                    self.assertEqual(p.stop(), 0)
-                    p.cleanup()
-                    p = Preon(db_url=url, server_threads=1, database_connections_per_thread=1,
-                              database_sync="batch").start()
+        for sync in ("request", "batch"):
+            settings = {"database_sync": "batch"} if sync == "batch" else {}
+            with Preon(db_url=url, server_threads=1, database_connections_per_thread=1, **settings).start() as p:
                 reqs = [get("/fruits/1")] * 10 + [post_json("/fruits", {"name": "Kiwi"})] + [get("/fruits/1")] * 10
                 out = send_all(p.port, reqs)
                 status, body = out[10]
@@ -214,11 +201,9 @@ class DbEdgesTest(unittest.TestCase):
                 samples = scrape(p)
                 self.assertGreaterEqual(value(samples, "preon_db_queries_total", statement="fruit_insert",
                                               outcome="conflict"), 1)
-            # nothing was reset: the connection served all of it
-            self.assertNotIn("out of step", p.output())
-            self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
+                if sync == "batch":  # nothing was reset: the connection served all of it
+                    self.assertNotIn("out of step", p.output())
+                self.assertEqual(p.stop(), 0)
 
     def test_blackholed_first_host_is_passed(self):
         """Defect 4. The first host's accept queue is full (connects hang), the real server is second. libpq
@@ -238,14 +223,14 @@ class DbEdgesTest(unittest.TestCase):
         good_port = int(pg_url().rsplit(":", 1)[1].split("/")[0])
         url = "host=127.0.0.1,127.0.0.1 port=%d,%d dbname=preon user=postgres sslmode=disable" % (
             hole.getsockname()[1], good_port)
-        p = Preon(db_url=url, server_threads=1, database_connections_per_thread=2, database_connect_timeout_ms=500 * F)
         try:
-            p.start()  # waits for readiness: every thread has a connection, through the second host
-            self.assertEqual(p.request("GET", "/fruits")[0], 200)
-            self.assertIn("timed out", p.output())  # it did meet the hole first
-            self.assertEqual(p.stop(), 0)
+            with Preon(db_url=url, server_threads=1, database_connections_per_thread=2,
+                       database_connect_timeout_ms=500 * F) as p:
+                p.start()  # waits for readiness: every thread has a connection, through the second host
+                self.assertEqual(p.request("GET", "/fruits")[0], 200)
+                self.assertIn("timed out", p.output())  # it did meet the hole first
+                self.assertEqual(p.stop(), 0)
         finally:
-            p.cleanup()
             for s in fillers:
                 s.close()
             hole.close()
@@ -254,8 +239,7 @@ class DbEdgesTest(unittest.TestCase):
         """A FATAL sent to an idle connection (pg_terminate_backend) is logged with the server's reason, not only
         "server closed the connection"; a query that was running when its connection broke is counted as
         connection_lost (it was counted as a database error), and answered 502."""
-        p = Preon(server_threads=1, database_connections_per_thread=1).start()
-        try:
+        with Preon(server_threads=1, database_connections_per_thread=1).start() as p:
             wait_for(lambda: len(backends()) >= 1, 10 * SLOW, "preon's backend")
             for pid in backends():
                 psql("SELECT pg_terminate_backend(%d)" % pid)
@@ -285,8 +269,6 @@ class DbEdgesTest(unittest.TestCase):
             self.assertEqual(lost(after) - lost(before), 1)
             self.assertEqual(error(after), error(before))
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_server_notice_goes_through_the_log(self):
         """A WARNING raised by the server (here by a trigger) reaches preon's log in its format, instead of
@@ -295,8 +277,7 @@ class DbEdgesTest(unittest.TestCase):
         db_psql("preon_edges_notice", "CREATE FUNCTION warn() RETURNS trigger LANGUAGE plpgsql AS "
                                       "$$ BEGIN RAISE WARNING 'preon-test-warning %', NEW.name; RETURN NEW; END $$; "
                                       "CREATE TRIGGER warn BEFORE INSERT ON fruits FOR EACH ROW EXECUTE FUNCTION warn()")
-        p = Preon(db_url=url, server_threads=1).start()
-        try:
+        with Preon(db_url=url, server_threads=1).start() as p:
             status, _, body = p.request("POST", "/fruits", body=json.dumps({"name": "Lime"}),
                                         headers={"Content-Type": "application/json"})
             self.assertEqual(status, 201, body)
@@ -306,15 +287,13 @@ class DbEdgesTest(unittest.TestCase):
             self.assertFalse(lines[0].startswith("WARNING:"), lines)
             self.assertIn("server WARNING: preon-test-warning Lime", lines[0])
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_updates_keep_the_request_deadline(self):
         """/updates reads, then writes in a second step: that step keeps the request's deadline
         (server.request_timeout_ms from the start), it got a fresh one before (up to twice the timeout)."""
         timeout_ms = 1500 * F
-        p = Preon(server_threads=1, server_request_timeout_ms=timeout_ms, database_query_timeout_ms=20000 * SLOW).start()
-        try:
+        with Preon(server_threads=1, server_request_timeout_ms=timeout_ms,
+                   database_query_timeout_ms=20000 * SLOW).start() as p:
             # X blocks everything on world for 0.9 of the timeout; Y, queued behind X, then takes SHARE (reads pass,
             # the update waits) for as long again: the read ends at 0.9, the write would end at 1.8 timeouts.
             step = 0.9 * timeout_ms / 1000
@@ -337,8 +316,6 @@ class DbEdgesTest(unittest.TestCase):
             # answered at the request's deadline, not at a second step's own (1.9 timeouts after the start)
             self.assertLess(elapsed, 1.5 * timeout_ms / 1000, elapsed)
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
 
 if __name__ == "__main__":

@@ -19,12 +19,12 @@ import unittest
 
 import http.client
 
-from harness import PG_SH, SLOW, Preon, free_port, main, pg, psql, record, require_env, scaled
+from harness import PG_SH, SLOW, Preon, free_port, main, measure, pg, psql, record, require_env, scaled
 
 PGBIN = subprocess.run(["sh", "-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1"], capture_output=True,
                        text=True).stdout.strip()
-# What a user should set for fast failover (README, "Failover"): retry often and briefly, give up on a silent
-# address soon, and notice a primary that stopped answering without closing its connections.
+# What a user should set for fast failover (docs/operations.md, "Failover"): retry often and briefly, give up on a
+# silent address soon, and notice a primary that stopped answering without closing its connections.
 FAILOVER_SETTINGS = {"database_reconnect_min_ms": 50, "database_reconnect_max_ms": 250,
                      "database_connect_timeout_ms": 1000, "database_query_timeout_ms": 2000,
                      "server_request_timeout_ms": 3000}
@@ -36,17 +36,6 @@ def as_pg(*argv):
     """Runs a PostgreSQL tool as the postgres user (PostgreSQL refuses root), from / (our folders may be closed)."""
     cmd = list(argv) if os.getuid() != 0 else ["runuser", "-u", "postgres", "--", *argv]
     return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd="/").stdout
-
-
-def cpu_per_second(pid, seconds):
-    """CPU seconds per second a process used over `seconds` (user + system, from /proc/PID/stat)."""
-    def ticks():
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    before = ticks()
-    time.sleep(seconds)
-    return round((ticks() - before) / os.sysconf("SC_CLK_TCK") / seconds, 2)
 
 
 TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "0A": "LISTEN"}
@@ -203,10 +192,9 @@ class FailoverTest(unittest.TestCase):
 
     def test_failover_under_load(self):
         rounds = scaled(1, 3, 1)
-        p = Preon(db_url=self.url(), **FAILOVER_SETTINGS).start()
-        primary, standby = self.nodes
-        results, start = [], time.monotonic()
-        try:
+        with Preon(db_url=self.url(), **FAILOVER_SETTINGS).start() as p:
+            primary, standby = self.nodes
+            results, start = [], time.monotonic()
             for r in range(rounds):
                 if r:  # the old primary comes back as the new one's standby
                     standby.make_standby_of(primary)
@@ -228,8 +216,6 @@ class FailoverTest(unittest.TestCase):
                 left = {k: v for k, v in x["sockets"].items() if k not in ("LISTEN", "ESTABLISHED")}
                 self.assertEqual(left, {}, brief)
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
-        finally:
-            p.cleanup()
 
     @staticmethod
     def merge(dicts):
@@ -287,7 +273,7 @@ class FailoverTest(unittest.TestCase):
                 for t, done, kind, s, name, fid in log if kind == "write" and s == 201 and (name, fid) not in stored]
         # Idle again, preon must not spin nor hold sockets of addresses tried before: watching a dead socket under a
         # number libpq reused for the next host (issue 12, defect 2) showed as 0.3-1.5 CPU s/s here, for good.
-        idle_cpu = cpu_per_second(p.proc.pid, 2.0)
+        idle_cpu = measure.cpu_share(p.proc.pid, 2.0)
         writes = [s for _, _, kind, s, _, _ in log if kind == "write"]
         return {"lost": lost, "log_tail": p.output()[-3000:], "idle_cpu": idle_cpu, "sockets": tcp_sockets(p.proc.pid),
                 "recovery_after_promote_s": round(recovery, 2), "after_promoted_s": round(max(0.0, max(bad) - t_promoted), 2),

@@ -103,9 +103,8 @@ class AbandonedQueriesTest(unittest.TestCase):
     def waiting_backends(self, client_check_ms, hold_s=4.0):
         """Holds a lock on fruits for hold_s while asking /fruits; returns how many of preon's backends waited on
         the lock at each sample (every 0.25 s)."""
-        p = Preon(server_threads=1, database_query_timeout_ms=300, database_connect_timeout_ms=500,
-                  database_client_check_ms=client_check_ms, server_request_timeout_ms=2000).start()
-        try:
+        with Preon(server_threads=1, database_query_timeout_ms=300, database_connect_timeout_ms=500,
+                   database_client_check_ms=client_check_ms, server_request_timeout_ms=2000).start() as p:
             holder, counts = hold_lock(hold_s), []
             end = time.monotonic() + hold_s - 0.5
             while time.monotonic() < end:
@@ -120,8 +119,6 @@ class AbandonedQueriesTest(unittest.TestCase):
                 time.sleep(0.05)
             self.assertEqual(p.stop(), 0)
             return counts
-        finally:
-            p.cleanup()
 
     def test_abandoned_backends_end(self):
         checked = self.waiting_backends(1000)

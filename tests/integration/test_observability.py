@@ -12,8 +12,7 @@ import time
 import unittest
 
 from harness import (BIN, REPO, SANITIZER_MARKS, SLOW, WRAPPER, Preon, PreonTestCase, free_port, hold_lock, main,
-                     parallel, record, require_env, scrape, value)
-from measure import parse_wrk
+                     measure, parallel, record, require_env, scrape, value)
 
 
 class HealthMetricsTest(PreonTestCase):
@@ -72,8 +71,7 @@ class HealthMetricsTest(PreonTestCase):
         counted once, not again when its query ends. A client that closes while its request waits on the database is
         not noticed by h2o 2.2.5 (it does not read while a request is in progress): its request too ends at the
         deadline, 504, counted once."""
-        p = Preon(server_threads=1, server_request_timeout_ms=300 * SLOW)
-        try:
+        with Preon(server_threads=1, server_request_timeout_ms=300 * SLOW) as p:
             p.start()
             key = dict(route="/fruits", method="GET", status="504")
             before = scrape(p)
@@ -89,8 +87,6 @@ class HealthMetricsTest(PreonTestCase):
             self.assertEqual(value(after, "preon_http_request_duration_seconds_count", route="/fruits")
                              - value(before, "preon_http_request_duration_seconds_count", route="/fruits"), 2)
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_json_and_access_logs(self):
         self.preon.request("GET", "/hello?x=1")
@@ -133,8 +129,7 @@ class StatesTest(unittest.TestCase):
         require_env()
 
     def test_database_down_ready_503_live_200(self):
-        p = Preon(db_url="postgresql://postgres@127.0.0.1:%d/preon" % free_port())
-        try:
+        with Preon(db_url="postgresql://postgres@127.0.0.1:%d/preon" % free_port()) as p:
             p.start(probe="/hello")
             status, headers, body = p.request("GET", "/health/ready")
             self.assertEqual(status, 503)
@@ -146,12 +141,9 @@ class StatesTest(unittest.TestCase):
             self.assertEqual(p.request("GET", "/health/live")[0], 200)
             self.assertEqual(value(scrape(p), "preon_db_connections", state="ready"), 0)
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_draining_ready_503_then_exit_0(self):
-        p = Preon(server_drain_delay_ms=1500).start()
-        try:
+        with Preon(server_drain_delay_ms=1500).start() as p:
             p.kill(signal.SIGTERM)
             time.sleep(0.3)
             status, _, body = p.request("GET", "/health/ready")
@@ -162,12 +154,9 @@ class StatesTest(unittest.TestCase):
             # still accepting and serving during the delay
             self.assertEqual(p.request("GET", "/hello")[2], b"Hello")
             self.assertEqual(p.wait(timeout=15), 0)
-        finally:
-            p.cleanup()
 
     def test_request_timeout_504(self):
-        p = Preon(server_request_timeout_ms=300).start()
-        try:
+        with Preon(server_request_timeout_ms=300).start() as p:
             holder = hold_lock(2)
             start = time.monotonic()
             status, _, body = p.request("GET", "/fruits")
@@ -178,12 +167,9 @@ class StatesTest(unittest.TestCase):
             self.assertEqual(p.request("GET", "/fruits")[0], 200)  # the late result was dropped, nothing broke
             self.assertEqual(value(scrape(p), "preon_http_requests_total", route="/fruits", method="GET", status="504"), 1)
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_max_connections(self):
-        p = Preon(server_max_connections=4, server_threads=1).start()
-        try:
+        with Preon(server_max_connections=4, server_threads=1).start() as p:
             time.sleep(0.2)  # the start-up probes' connections are closed
             held = [socket.create_connection(("127.0.0.1", p.port)) for _ in range(4)]
             time.sleep(0.2)
@@ -200,39 +186,37 @@ class StatesTest(unittest.TestCase):
             samples = scrape(p)
             self.assertGreaterEqual(value(samples, "preon_http_connections_refused_total"), 1)
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_slow_log_sink_drops_not_stalls(self):
         # stderr is a pipe nobody reads: once it and the ring are full, lines are dropped and counted, and
         # requests keep being answered.
         r, w = os.pipe()
-        p = Preon(log_access="true", server_threads=1)
-        p.proc = subprocess.Popen([*WRAPPER, BIN], env=p.env, stdout=w, stderr=w, cwd=tempfile.gettempdir())
-        os.close(w)
-        try:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    if p.request("GET", "/hello")[0] == 200:
+        with Preon(log_access="true", server_threads=1) as p:
+            p.proc = subprocess.Popen([*WRAPPER, BIN], env=p.env, stdout=w, stderr=w, cwd=tempfile.gettempdir())
+            os.close(w)
+            try:
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    try:
+                        if p.request("GET", "/hello")[0] == 200:
+                            break
+                    except OSError:
+                        time.sleep(0.02)
+                long_path = "/not-found-" + "x" * 300
+                errors = parallel(lambda n: [self.assertEqual(p.request("GET", long_path)[0], 404)
+                                             for _ in range(700)], 8)
+                self.assertEqual(errors, [])
+                self.assertGreater(value(scrape(p), "preon_log_dropped_total"), 0)
+            finally:
+                p.proc.send_signal(signal.SIGTERM)
+                out = b""
+                while True:
+                    chunk = os.read(r, 1 << 20)
+                    if not chunk:
                         break
-                except OSError:
-                    time.sleep(0.02)
-            long_path = "/not-found-" + "x" * 300
-            errors = parallel(lambda n: [self.assertEqual(p.request("GET", long_path)[0], 404) for _ in range(700)], 8)
-            self.assertEqual(errors, [])
-            self.assertGreater(value(scrape(p), "preon_log_dropped_total"), 0)
-        finally:
-            p.proc.send_signal(signal.SIGTERM)
-            out = b""
-            while True:
-                chunk = os.read(r, 1 << 20)
-                if not chunk:
-                    break
-                out += chunk
-            os.close(r)
-            rc = p.proc.wait(timeout=30)
-            p.cleanup()
+                    out += chunk
+                os.close(r)
+                rc = p.proc.wait(timeout=30)
         self.assertEqual(rc, 0)
         for mark in SANITIZER_MARKS:
             self.assertNotIn(mark, out.decode(errors="replace"))
@@ -246,35 +230,35 @@ class DrainUnderLoadTest(unittest.TestCase):
     def test_no_accepted_request_lost(self):
         """wrk loads /fruits while 8 keep-alive clients count precisely: after SIGTERM every request written on an
         open connection must get a whole answer; only new connections may be refused."""
-        p = Preon(server_drain_delay_ms=300).start()
-        counts = {"ok": 0, "refused": 0, "lost": 0, "bad": 0, "shed": 0}
-        lock = threading.Lock()
-        stop = time.monotonic() + 4
+        with Preon(server_drain_delay_ms=300).start() as p:
+            counts = {"ok": 0, "refused": 0, "lost": 0, "bad": 0, "shed": 0}
+            lock = threading.Lock()
+            stop = time.monotonic() + 4
 
-        def client(n):
-            conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10)
-            while time.monotonic() < stop:
-                try:
-                    conn.request("GET", "/fruits")
-                except ConnectionRefusedError:
+            def client(n):
+                conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10)
+                while time.monotonic() < stop:
+                    try:
+                        conn.request("GET", "/fruits")
+                    except ConnectionRefusedError:
+                        with lock:
+                            counts["refused"] += 1
+                        return  # the listeners are closed: the drain is done with us
+                    try:
+                        r = conn.getresponse()
+                        body = r.read()
+                        # A client that was quiet past its thread's drain (100 ms without a request) and then writes
+                        # on its keep-alive connection is answered 503 "shutting down" + Connection: close by the
+                        # closed pool: an answer, not a loss (before the pools outlived the threads, this was issue
+                        # 12's SIGSEGV).
+                        shed = r.status == 503 and b"shutting down" in body and r.getheader("Connection") == "close"
+                        outcome = "ok" if r.status == 200 else "shed" if shed else "bad"
+                    except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, TimeoutError):
+                        outcome = "lost"
+                        conn.close()
                     with lock:
-                        counts["refused"] += 1
-                    return  # the listeners are closed: the drain is done with us
-                try:
-                    r = conn.getresponse()
-                    body = r.read()
-                    # A client that was quiet past its thread's drain (100 ms without a request) and then writes on its
-                    # keep-alive connection is answered 503 "shutting down" + Connection: close by the closed pool: an
-                    # answer, not a loss (before the pools outlived the threads, this was issue 12's SIGSEGV).
-                    shed = r.status == 503 and b"shutting down" in body and r.getheader("Connection") == "close"
-                    outcome = "ok" if r.status == 200 else "shed" if shed else "bad"
-                except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, TimeoutError):
-                    outcome = "lost"
-                    conn.close()
-                with lock:
-                    counts[outcome] += 1
+                        counts[outcome] += 1
 
-        try:
             wrk = subprocess.Popen(["wrk", "-t1", "-c16", "-d4s", "-s", os.path.join(REPO, "bench", "mix.lua"),
                                     "http://127.0.0.1:%d/" % p.port, "--", "0", "/fruits"],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -285,7 +269,7 @@ class DrainUnderLoadTest(unittest.TestCase):
             p.kill(signal.SIGTERM)
             clients.join()
             out = wrk.communicate(timeout=30)[0]
-            res = parse_wrk(out)
+            res = measure.parse_wrk(out)
             rc = p.wait(timeout=15 * SLOW)
             record("sigterm-under-load", clients=counts, wrk_statuses=res["statuses"], wrk_errors=res["errors"],
                    exit_status=rc, seconds=round(time.monotonic() - start, 1))
@@ -296,8 +280,6 @@ class DrainUnderLoadTest(unittest.TestCase):
             self.assertEqual(set(res["statuses"]), {200}, out)
             # (wrk counts a refused connect as a write error: only read errors and timeouts would be lost answers)
             self.assertEqual((res["errors"]["read"], res["errors"]["timeout"]), (0, 0), out)
-        finally:
-            p.cleanup()
 
 
 if __name__ == "__main__":

@@ -68,46 +68,45 @@ class OutageTest(PreonTestCase):
         its default settings, answers every request 200, 502, 503 or 504, and only 200 from 2 s after each
         restart until the next kill."""
         rounds, recover_s = scaled(3, 10, 3), 2.0 if SLOW == 1 else 6.0
-        p = Preon(db_url=pg_url(self.dir)).start()
-        log, lock, stop = [], threading.Lock(), threading.Event()  # (monotonic time sent, status or error)
+        with Preon(db_url=pg_url(self.dir)).start() as p:
+            log, lock, stop = [], threading.Lock(), threading.Event()  # (monotonic time sent, status or error)
 
-        def client(n):
-            conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10 * SLOW)
-            i = 0
-            while not stop.is_set():
-                t = time.monotonic()
-                try:
-                    conn.request("GET", "/fruits" if (n + i) % 2 else "/fruits/1")
-                    r = conn.getresponse()
-                    r.read()
-                    outcome = r.status
-                except (OSError, http.client.HTTPException) as e:
-                    outcome = "error " + repr(e)
-                    conn.close()
-                with lock:
-                    log.append((t, outcome))
-                i += 1
-            conn.close()
+            def client(n):
+                conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10 * SLOW)
+                i = 0
+                while not stop.is_set():
+                    t = time.monotonic()
+                    try:
+                        conn.request("GET", "/fruits" if (n + i) % 2 else "/fruits/1")
+                        r = conn.getresponse()
+                        r.read()
+                        outcome = r.status
+                    except (OSError, http.client.HTTPException) as e:
+                        outcome = "error " + repr(e)
+                        conn.close()
+                    with lock:
+                        log.append((t, outcome))
+                    i += 1
+                conn.close()
 
-        clients = [threading.Thread(target=client, args=(n,)) for n in range(16)]
-        start = time.monotonic()
-        try:
-            for c in clients:
-                c.start()
-            time.sleep(1)
-            windows = []  # (restarted at, next kill at)
-            for _ in range(rounds):
-                pg("stop", self.dir, "immediate")
+            clients = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+            start = time.monotonic()
+            try:
+                for c in clients:
+                    c.start()
                 time.sleep(1)
-                pg("start", self.dir)
-                up = time.monotonic()
-                time.sleep(recover_s + 1.5)
-                windows.append((up, time.monotonic()))
-        finally:
-            stop.set()
-            for c in clients:
-                c.join()
-        try:
+                windows = []  # (restarted at, next kill at)
+                for _ in range(rounds):
+                    pg("stop", self.dir, "immediate")
+                    time.sleep(1)
+                    pg("start", self.dir)
+                    up = time.monotonic()
+                    time.sleep(recover_s + 1.5)
+                    windows.append((up, time.monotonic()))
+            finally:
+                stop.set()
+                for c in clients:
+                    c.join()
             statuses = {}
             for _, o in log:
                 statuses[str(o)] = statuses.get(str(o), 0) + 1
@@ -121,11 +120,10 @@ class OutageTest(PreonTestCase):
             self.assertLessEqual(set(statuses), {"200", "502", "503", "504"}, statuses)
             self.assertIn("503", statuses)  # the outages were seen
             for r in recovery:
-                self.assertLess(r, recover_s, "not back to 100%% 200 within %.1fs of a restart: %s" % (recover_s, recovery))
+                self.assertLess(r, recover_s,
+                                "not back to 100%% 200 within %.1fs of a restart: %s" % (recover_s, recovery))
             self.assertIsNone(p.proc.poll(), "preon died")
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
-        finally:
-            p.cleanup()
 
     def test_query_timeout_is_504(self):
         # A lock held by another session makes the SELECT wait longer than the query timeout.

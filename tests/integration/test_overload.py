@@ -3,7 +3,6 @@
 open files. Every request gets an answer (200, or 503 counted as backpressure), nothing crashes, memory stays
 flat. Quick form here; PREON_SCALE=long (bench/reliability.py) runs the long form."""
 import errno
-import os
 import resource
 import selectors
 import socket
@@ -11,7 +10,7 @@ import threading
 import time
 import unittest
 
-from harness import (SANITIZED, SLOW, WRAPPER, Preon, main, record, require_env, rss_kib, scaled, scrape, value,
+from harness import (SANITIZED, SLOW, WRAPPER, Preon, main, measure, record, require_env, scaled, scrape, value,
                      wrk_mix)
 
 
@@ -22,25 +21,19 @@ def raise_fd_limit(n):
         resource.setrlimit(resource.RLIMIT_NOFILE, (n, max(n, hard)))
 
 
-def cpu_seconds(pid):
-    """User + system CPU time a process has used."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class SoakTest(unittest.TestCase):
     def test_mixed_soak(self):
         total = scaled(1000000, 10000000, 20000)
-        p = Preon().start()
-        try:
+        with Preon().start() as p:
             samples = []  # (seconds since start, RSS KiB) every 100 ms
             stop = threading.Event()
 
             def sample():
                 start = time.monotonic()
                 while not stop.wait(0.1):
-                    samples.append((time.monotonic() - start, rss_kib(p.proc.pid)))
+                    t, rss = time.monotonic() - start, measure.rss_kb(p.proc.pid)
+                    if rss is not None:  # None: preon has gone, which the test reports below
+                        samples.append((t, rss))
 
             sampler = threading.Thread(target=sample)
             sampler.start()
@@ -71,8 +64,6 @@ class SoakTest(unittest.TestCase):
                 # No growth across the second half: a leak of even 2 bytes a request would show here.
                 self.assertLessEqual(growth, 1024, "RSS grew by %d KiB in the second half: %s" % (growth, samples))
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
-        finally:
-            p.cleanup()
 
 
 class ConnectionsTest(unittest.TestCase):
@@ -163,8 +154,7 @@ class ConnectionsTest(unittest.TestCase):
     def test_10k_concurrent_connections(self):
         n = scaled(10000, 10000, 1000)
         raise_fd_limit(n + 1024)
-        p = Preon().start()
-        try:
+        with Preon().start() as p:
             for path in ["/hello", "/fruits"] * scaled(1, 5, 1):
                 start = time.monotonic()
                 outcomes = self.storm(p, n, path)
@@ -173,8 +163,6 @@ class ConnectionsTest(unittest.TestCase):
                 self.assertEqual(outcomes, {"status 200": n}, path)
             self.assertEqual(value(scrape(p), "preon_http_connections_refused_total"), 0)
             self.assertEqual(p.stop(timeout=60 * SLOW), 0)
-        finally:
-            p.cleanup()
 
     def test_more_connections_than_allowed(self):
         # server.max_connections below the storm: the rest are refused at once (and counted), not left hanging
@@ -183,27 +171,26 @@ class ConnectionsTest(unittest.TestCase):
         # its backlog, refusing none (seen once in CI: 3000 answered, 0 refused). The idle timeout outlasts it.
         n, limit = scaled(3000, 10000, 300), scaled(1000, 5000, 100)
         raise_fd_limit(n + 1024)
-        p = Preon(server_max_connections=limit, server_idle_timeout_ms=600000).start()
-        held = []
-        try:
-            start = time.monotonic()
-            outcomes = self.storm(p, n, keep=held)
-            for s in held:
-                s.close()
+        with Preon(server_max_connections=limit, server_idle_timeout_ms=600000).start() as p:
             held = []
-            time.sleep(0.2)
-            refused = value(scrape(p), "preon_http_connections_refused_total")
-            record("max-connections", conns=n, max_connections=limit, outcomes=outcomes, counted_refused=int(refused),
-                   seconds=round(time.monotonic() - start, 1))
-            # all that fit in the limit, give or take the start-up probes' connections still closing
-            self.assertLessEqual(outcomes.get("status 200", 0), limit)
-            self.assertGreaterEqual(outcomes.get("status 200", 0), limit - 4)
-            self.assert_refused_cleanly(p, outcomes, refused)
-            self.assertEqual(p.stop(timeout=60 * SLOW), 0)
-        finally:
-            for s in held:
-                s.close()
-            p.cleanup()
+            try:
+                start = time.monotonic()
+                outcomes = self.storm(p, n, keep=held)
+                for s in held:
+                    s.close()
+                held = []
+                time.sleep(0.2)
+                refused = value(scrape(p), "preon_http_connections_refused_total")
+                record("max-connections", conns=n, max_connections=limit, outcomes=outcomes,
+                       counted_refused=int(refused), seconds=round(time.monotonic() - start, 1))
+                # all that fit in the limit, give or take the start-up probes' connections still closing
+                self.assertLessEqual(outcomes.get("status 200", 0), limit)
+                self.assertGreaterEqual(outcomes.get("status 200", 0), limit - 4)
+                self.assert_refused_cleanly(p, outcomes, refused)
+                self.assertEqual(p.stop(timeout=60 * SLOW), 0)
+            finally:
+                for s in held:
+                    s.close()
 
     def test_out_of_file_descriptors(self):
         # An open files limit below the connections: preon takes as many as the limit leaves room for, refuses
@@ -211,30 +198,29 @@ class ConnectionsTest(unittest.TestCase):
         # from), and serves new connections once descriptors are free again.
         n, nofile = scaled(2000, 10000, 600), scaled(1000, 5000, 300)
         raise_fd_limit(n + 1024)
-        p = Preon(wrapper=["prlimit", "--nofile=%d" % nofile, "--", *WRAPPER]).start()
-        held = []
-        try:
-            start = time.monotonic()
-            outcomes = self.storm(p, n, keep=held, within=10)  # the answered ones stay open
-            cpu0 = cpu_seconds(p.proc.pid)
-            time.sleep(1)
-            idle_cpu = cpu_seconds(p.proc.pid) - cpu0
-            for s in held:
-                s.close()
+        with Preon(wrapper=["prlimit", "--nofile=%d" % nofile, "--", *WRAPPER]).start() as p:
             held = []
-            time.sleep(0.2)
-            refused = value(scrape(p), "preon_http_connections_refused_total")
-            record("out-of-descriptors", conns=n, nofile=nofile, outcomes=outcomes, counted_refused=int(refused),
-                   cpu_while_full_s=round(idle_cpu, 3), seconds=round(time.monotonic() - start, 1))
-            self.assertGreater(outcomes.get("status 200", 0), nofile // 2)
-            self.assertLess(idle_cpu, 0.2 * SLOW, "preon spins while out of descriptors")
-            self.assertRegex(p.output(), r"open files limit \(\d+\) allows \d+ client connections")
-            self.assert_refused_cleanly(p, outcomes, refused)
-            self.assertEqual(p.stop(timeout=60 * SLOW), 0)
-        finally:
-            for s in held:
-                s.close()
-            p.cleanup()
+            try:
+                start = time.monotonic()
+                outcomes = self.storm(p, n, keep=held, within=10)  # the answered ones stay open
+                cpu0 = measure.cpu_s(p.proc.pid)
+                time.sleep(1)
+                idle_cpu = measure.cpu_s(p.proc.pid) - cpu0
+                for s in held:
+                    s.close()
+                held = []
+                time.sleep(0.2)
+                refused = value(scrape(p), "preon_http_connections_refused_total")
+                record("out-of-descriptors", conns=n, nofile=nofile, outcomes=outcomes, counted_refused=int(refused),
+                       cpu_while_full_s=round(idle_cpu, 3), seconds=round(time.monotonic() - start, 1))
+                self.assertGreater(outcomes.get("status 200", 0), nofile // 2)
+                self.assertLess(idle_cpu, 0.2 * SLOW, "preon spins while out of descriptors")
+                self.assertRegex(p.output(), r"open files limit \(\d+\) allows \d+ client connections")
+                self.assert_refused_cleanly(p, outcomes, refused)
+                self.assertEqual(p.stop(timeout=60 * SLOW), 0)
+            finally:
+                for s in held:
+                    s.close()
 
 
 if __name__ == "__main__":

@@ -62,8 +62,7 @@ class PasswordNeverShownTest(unittest.TestCase):
 
     def serve(self, url, expect):
         """Runs preon on url at debug level with the access log, asks every path; returns its whole log."""
-        p = Preon(db_url=url, log_level="debug", log_access="true")
-        try:
+        with Preon(db_url=url, log_level="debug", log_access="true") as p:
             p.start(probe=None if expect == 200 else "/hello")  # None: until the database serves
             for path in PATHS:
                 status, headers, body = p.request("GET", path)
@@ -71,8 +70,6 @@ class PasswordNeverShownTest(unittest.TestCase):
             self.assertEqual(p.request("GET", "/fruits")[0], expect)
             self.assertEqual(p.stop(), 0)
             return p.output()
-        finally:
-            p.cleanup()
 
     def test_right_password(self):
         for url in (self.uri(RIGHT), self.keywords(RIGHT)):

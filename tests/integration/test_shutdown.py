@@ -16,8 +16,7 @@ class ShutdownTest(unittest.TestCase):
         require_env()
 
     def drain(self, sig):
-        p = Preon().start()
-        try:
+        with Preon().start() as p:
             holder = hold_lock(1)
             results = []
             threads = [threading.Thread(target=lambda: results.append(p.request("GET", "/fruits", timeout=20)))
@@ -40,8 +39,6 @@ class ShutdownTest(unittest.TestCase):
             # it exits by itself once they are answered
             self.assertEqual(p.wait(timeout=15), 0)
             self.assertIn("draining", p.output())
-        finally:
-            p.cleanup()
 
     def test_sigterm_finishes_requests_in_flight(self):
         self.drain(signal.SIGTERM)
@@ -50,8 +47,7 @@ class ShutdownTest(unittest.TestCase):
         self.drain(signal.SIGINT)
 
     def test_shutdown_timeout_answers_503(self):
-        p = Preon(server_shutdown_timeout_ms=300).start()
-        try:
+        with Preon(server_shutdown_timeout_ms=300).start() as p:
             holder = hold_lock(3)
             results = []
             t = threading.Thread(target=lambda: results.append(p.request("GET", "/fruits", timeout=20)))
@@ -65,12 +61,9 @@ class ShutdownTest(unittest.TestCase):
             self.assertEqual(results[0][0], 503)
             self.assertEqual(json.loads(results[0][2])["error"], "server is shutting down")
             holder.wait(timeout=30)
-        finally:
-            p.cleanup()
 
     def test_second_signal_exits_at_once(self):
-        p = Preon(server_shutdown_timeout_ms=20000).start()
-        try:
+        with Preon(server_shutdown_timeout_ms=20000).start() as p:
             holder = hold_lock(3)
             t = threading.Thread(target=lambda: p.request("GET", "/fruits", timeout=20))
             t.start()
@@ -83,8 +76,6 @@ class ShutdownTest(unittest.TestCase):
             self.assertEqual(rc, 1)
             t.join()
             holder.wait(timeout=30)
-        finally:
-            p.cleanup()
 
 
 if __name__ == "__main__":

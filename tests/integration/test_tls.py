@@ -179,8 +179,7 @@ class TlsTest(unittest.TestCase):
 
     def assert_refused(self, url, log_mark):
         """preon on `url` serves /hello, answers database paths 503 at once, and logs `log_mark`."""
-        p = self.run_preon(url, database_connect_timeout_ms=2000 * SLOW).start(probe="/hello")
-        try:
+        with self.run_preon(url, database_connect_timeout_ms=2000 * SLOW).start(probe="/hello") as p:
             for path in ("/fruits", "/db", "/health/ready"):
                 t = time.monotonic()
                 status, _, body = p.request("GET", path, timeout=10 * SLOW)
@@ -192,12 +191,9 @@ class TlsTest(unittest.TestCase):
             self.assertIn(log_mark, p.output())
             self.assertEqual(self.sql("SELECT count(*) FROM pg_stat_activity WHERE usename = 'preon_tls'"), "0")
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_verify_full_is_tls(self):
-        p = self.run_preon(self.url()).start()
-        try:
+        with self.run_preon(self.url()).start() as p:
             self.assertEqual(p.request("GET", "/fruits/1")[0], 200)
             rows = self.sql("SELECT s.ssl, s.version, a.application_name FROM pg_stat_ssl s JOIN pg_stat_activity a "
                             "USING (pid) WHERE a.usename = 'preon_tls'").split("\n")
@@ -207,8 +203,6 @@ class TlsTest(unittest.TestCase):
                 self.assertEqual((ssl, app), ("t", "preon"), rows)
                 self.assertTrue(version.startswith("TLSv1."), rows)
             self.assertEqual(p.stop(), 0)
-        finally:
-            p.cleanup()
 
     def test_wrong_ca_is_refused(self):
         self.assert_refused(self.url(sslrootcert=os.path.join(self.certs, "other-ca.crt")), "certificate verify failed")
@@ -225,62 +219,62 @@ class TlsTest(unittest.TestCase):
         """Through a TLS front that writes 16 KiB records, one request at a time: a read that stalled on data held
         inside OpenSSL would end in the query timeout (504), not 200."""
         proxy = RecordProxy(self.certs, self.port)
-        p = self.run_preon(self.url(user="postgres", port=proxy.port), server_threads=1,
-                           database_query_timeout_ms=3000 * SLOW).start(probe="/health/ready")
         try:
-            answers = {}
-            for _ in range(scaled(20, 200, 4)):
-                for path in ("/fruits", "/fortunes", "/queries?queries=500"):
-                    status, _, body = p.request("GET", path, timeout=30 * SLOW)
-                    answers[status] = answers.get(status, 0) + 1
-                    self.assertEqual(status, 200, (path, body[:200], p.output()[-2000:]))
-            record("tls-16k-records", requests=sum(answers.values()), statuses={str(k): v for k, v in answers.items()})
-            self.assertEqual(p.stop(), 0)
+            with self.run_preon(self.url(user="postgres", port=proxy.port), server_threads=1,
+                                database_query_timeout_ms=3000 * SLOW).start(probe="/health/ready") as p:
+                answers = {}
+                for _ in range(scaled(20, 200, 4)):
+                    for path in ("/fruits", "/fortunes", "/queries?queries=500"):
+                        status, _, body = p.request("GET", path, timeout=30 * SLOW)
+                        answers[status] = answers.get(status, 0) + 1
+                        self.assertEqual(status, 200, (path, body[:200], p.output()[-2000:]))
+                record("tls-16k-records", requests=sum(answers.values()),
+                       statuses={str(k): v for k, v in answers.items()})
+                self.assertEqual(p.stop(), 0)
         finally:
-            p.cleanup()
             proxy.close()
 
     def test_large_answers_under_load(self):
         """The same requests to a TLS preon and a plain one (role postgres, sslmode=disable) on the same data:
         first one at a time (nothing else on the connection could wake a read that stalled), then from 8 clients
         at once; every answer 200 and byte-equal, or, for /queries, equal to the table."""
-        tls = self.run_preon(self.url(), server_threads=1).start()
-        plain = self.run_preon(self.url(host="127.0.0.1", user="postgres", sslmode="disable", sslrootcert=None),
-                               server_threads=1).start()
-        expect = {}
-        rounds, clients = scaled(3, 30, 1), scaled(8, 8, 2)
-        failures, lock, counts = [], threading.Lock(), {"requests": 0, "bytes": 0}
+        with (self.run_preon(self.url(), server_threads=1).start() as tls,
+              self.run_preon(self.url(host="127.0.0.1", user="postgres", sslmode="disable", sslrootcert=None),
+                             server_threads=1).start() as plain):
+            expect = {}
+            rounds, clients = scaled(3, 30, 1), scaled(8, 8, 2)
+            failures, lock, counts = [], threading.Lock(), {"requests": 0, "bytes": 0}
 
-        def check(conn, path):
-            conn.request("GET", path)
-            r = conn.getresponse()
-            body = r.read()
-            if r.status != 200:
-                raise AssertionError("%s: %d %r" % (path, r.status, body[:200]))
-            if path.startswith("/queries"):
-                for w in json.loads(body):
-                    if self.world[w["id"]] != w["randomNumber"]:
-                        raise AssertionError("%s: %r is not the table's" % (path, w))
-            elif path in expect and body != expect[path]:
-                raise AssertionError("%s: %d bytes over TLS differ from the plain %d" % (path, len(body), len(expect[path])))
-            with lock:
-                counts["requests"] += 1
-                counts["bytes"] += len(body)
-
-        def client(n):
-            conn = http.client.HTTPConnection("127.0.0.1", tls.port, timeout=10 * SLOW)
-            try:
-                for _ in range(rounds):
-                    for path in ("/fruits", "/queries?queries=500", "/fortunes", "/db", "/queries?queries=20"):
-                        check(conn, path)
-            except Exception as e:  # noqa: BLE001 - collected, asserted below
+            def check(conn, path):
+                conn.request("GET", path)
+                r = conn.getresponse()
+                body = r.read()
+                if r.status != 200:
+                    raise AssertionError("%s: %d %r" % (path, r.status, body[:200]))
+                if path.startswith("/queries"):
+                    for w in json.loads(body):
+                        if self.world[w["id"]] != w["randomNumber"]:
+                            raise AssertionError("%s: %r is not the table's" % (path, w))
+                elif path in expect and body != expect[path]:
+                    raise AssertionError("%s: %d bytes over TLS differ from the plain %d"
+                                         % (path, len(body), len(expect[path])))
                 with lock:
-                    failures.append(repr(e))
-            finally:
-                conn.close()
+                    counts["requests"] += 1
+                    counts["bytes"] += len(body)
 
-        start = time.monotonic()
-        try:
+            def client(n):
+                conn = http.client.HTTPConnection("127.0.0.1", tls.port, timeout=10 * SLOW)
+                try:
+                    for _ in range(rounds):
+                        for path in ("/fruits", "/queries?queries=500", "/fortunes", "/db", "/queries?queries=20"):
+                            check(conn, path)
+                except Exception as e:  # noqa: BLE001 - collected, asserted below
+                    with lock:
+                        failures.append(repr(e))
+                finally:
+                    conn.close()
+
+            start = time.monotonic()
             for path in ("/fruits", "/fortunes"):
                 status, _, body = plain.request("GET", path)
                 self.assertEqual(status, 200, path)
@@ -318,9 +312,6 @@ class TlsTest(unittest.TestCase):
                    seconds=round(time.monotonic() - start, 1))
             self.assertEqual(tls.stop(), 0)
             self.assertEqual(plain.stop(), 0)
-        finally:
-            tls.cleanup()
-            plain.cleanup()
 
 
 if __name__ == "__main__":

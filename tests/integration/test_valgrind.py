@@ -21,8 +21,7 @@ class ValgrindTest(unittest.TestCase):
             raise AssertionError("valgrind is not installed (scripts/deps.sh test installs it)")
 
     def test_memcheck_clean(self):
-        p = Preon(wrapper=VALGRIND, server_threads=2, log_access="true", log_format="json").start()
-        try:
+        with Preon(wrapper=VALGRIND, server_threads=2, log_access="true", log_format="json").start() as p:
             for path in ("/hello", "/fruits", "/fruits/1", "/fruits/999999", "/fruits/abc", "/nope", "/json",
                          "/plaintext", "/db", "/queries?queries=5", "/updates?queries=3", "/fortunes",
                          "/cached-queries?count=4", "/health/live", "/health/ready", "/metrics"):
@@ -50,8 +49,6 @@ class ValgrindTest(unittest.TestCase):
             self.assertIsNotNone(summary, out[-3000:])
             self.assertEqual(summary.group(1), "0", out[-5000:])
             self.assertNotRegex(out, r"definitely lost: [1-9]")
-        finally:
-            p.cleanup()
 
 
 if __name__ == "__main__":
