@@ -60,27 +60,27 @@ static size_t utf8_chars(const char *s, size_t len)
     return n;
 }
 
-int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *why,
-                           size_t whylen)
+int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *err,
+                           size_t errlen)
 {
     json_error_t jerr;
     *doc = NULL;
     size_t bad = utf8_invalid_at((const unsigned char *)body, len);
     if (bad != len) {
-        snprintf(why, whylen, "body is not valid UTF-8 (byte %zu)", bad);
+        snprintf(err, errlen, "body is not valid UTF-8 (byte %zu)", bad);
         return PREON_EINVAL;
     }
     /* jansson refuses \u0000 and lone surrogates in escapes (PostgreSQL text can hold neither). */
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (root == NULL) {
         if (len == 0)
-            snprintf(why, whylen, "body is empty; expected a JSON object such as {\"name\":\"Banana\"}");
+            snprintf(err, errlen, "body is empty; expected a JSON object such as {\"name\":\"Banana\"}");
         else
-            snprintf(why, whylen, "body is not valid JSON: %s at line %d, column %d", jerr.text, jerr.line, jerr.column);
+            snprintf(err, errlen, "body is not valid JSON: %s at line %d, column %d", jerr.text, jerr.line, jerr.column);
         return PREON_EINVAL;
     }
     if (!json_is_object(root)) {
-        snprintf(why, whylen, "body must be a JSON object such as {\"name\":\"Banana\"}");
+        snprintf(err, errlen, "body must be a JSON object such as {\"name\":\"Banana\"}");
         goto Error;
     }
     const char *key;
@@ -88,31 +88,31 @@ int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const cha
     json_object_foreach(root, key, value)
     {
         if (strcmp(key, "name") != 0 && strcmp(key, "id") != 0) {
-            snprintf(why, whylen, "unknown field '%.64s'; only 'name' may be given", key);
+            snprintf(err, errlen, "unknown field '%.64s'; only 'name' may be given", key);
             goto Error;
         }
     }
     json_t *n = json_object_get(root, "name");
     if (n == NULL) {
-        snprintf(why, whylen, "field 'name' is missing");
+        snprintf(err, errlen, "field 'name' is missing");
         goto Error;
     }
     if (!json_is_string(n)) {
-        snprintf(why, whylen, "field 'name' must be a string");
+        snprintf(err, errlen, "field 'name' must be a string");
         goto Error;
     }
     *name = json_string_value(n);
     *name_len = json_string_length(n);
     if (*name_len == 0) {
-        snprintf(why, whylen, "field 'name' must not be empty");
+        snprintf(err, errlen, "field 'name' must not be empty");
         goto Error;
     }
     if (memchr(*name, '\0', *name_len) != NULL) {
-        snprintf(why, whylen, "field 'name' must not contain NUL characters");
+        snprintf(err, errlen, "field 'name' must not contain NUL characters");
         goto Error;
     }
     if (utf8_chars(*name, *name_len) > PREON_FRUIT_NAME_MAX) {
-        snprintf(why, whylen, "field 'name' is longer than %d characters", PREON_FRUIT_NAME_MAX);
+        snprintf(err, errlen, "field 'name' is longer than %d characters", PREON_FRUIT_NAME_MAX);
         goto Error;
     }
     *doc = root;

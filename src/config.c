@@ -78,8 +78,8 @@ static char **string_field(preon_config_t *cfg, const entry_t *e)
     return (char **)((char *)cfg + e->offset);
 }
 
-/* Stores `value` into the entry's field. On a bad value writes the reason (without location) to `why`. */
-static int set_value(preon_config_t *cfg, const entry_t *e, const char *value, char *why, size_t whylen)
+/* Stores `value` into the entry's field. On a bad value writes the reason (without location) to `err`. */
+static int set_value(preon_config_t *cfg, const entry_t *e, const char *value, char *err, size_t errlen)
 {
     switch (e->type) {
     case T_INT: {
@@ -87,7 +87,7 @@ static int set_value(preon_config_t *cfg, const entry_t *e, const char *value, c
         errno = 0;
         long v = strtol(value, &end, 10);
         if (*value == '\0' || *end != '\0' || errno != 0 || v < e->min || v > e->max) {
-            snprintf(why, whylen, "%s.%s: expected an integer from %ld to %ld, got '%s'", e->section, e->key, e->min, e->max,
+            snprintf(err, errlen, "%s.%s: expected an integer from %ld to %ld, got '%s'", e->section, e->key, e->min, e->max,
                      value);
             return PREON_EINVAL;
         }
@@ -107,11 +107,11 @@ static int set_value(preon_config_t *cfg, const entry_t *e, const char *value, c
                 return 0;
             }
         }
-        int n = snprintf(why, whylen, "%s.%s: expected one of", e->section, e->key);
-        for (int i = 0; e->names[i] != NULL && n > 0 && (size_t)n < whylen; i++)
-            n += snprintf(why + n, whylen - n, "%s %s", i == 0 ? "" : ",", e->names[i]);
-        if (n > 0 && (size_t)n < whylen)
-            snprintf(why + n, whylen - n, "; got '%s'", value);
+        int n = snprintf(err, errlen, "%s.%s: expected one of", e->section, e->key);
+        for (int i = 0; e->names[i] != NULL && n > 0 && (size_t)n < errlen; i++)
+            n += snprintf(err + n, errlen - n, "%s %s", i == 0 ? "" : ",", e->names[i]);
+        if (n > 0 && (size_t)n < errlen)
+            snprintf(err + n, errlen - n, "; got '%s'", value);
         return PREON_EINVAL;
     }
     return PREON_EINVAL;

@@ -16,9 +16,9 @@ int preon_is_json_media_type(const char *value, size_t len);
  * characters, valid UTF-8 without NUL; an "id" field is ignored (the quickstart's clients send one); any other
  * field is refused. On success returns 0, stores the parsed document in `*doc` (a new reference: the caller
  * decrefs it) and points `*name`/`*name_len` into it. On failure returns PREON_EINVAL and writes a message for
- * the client, naming the problem, into `why`.
+ * the client, naming the problem, into `err`.
  */
-int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *why,
-                           size_t whylen);
+int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *err,
+                           size_t errlen);
 
 #endif

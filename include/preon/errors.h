@@ -4,7 +4,8 @@
 
 /*
  * One table gives every error code, its message and the HTTP status a request gets when the error
- * reaches it. Functions that return int answer 0 or one of these negative codes.
+ * reaches it. Functions that return int answer 0 or one of these negative codes; those that can say why they
+ * failed write it, on failure only, to a caller's buffer `char *err, size_t errlen`.
  */
 #define PREON_ERRNO_MAP(XX)                                                                                                        \
     XX(INVAL, "invalid argument", 400)                                                                                             \

@@ -8,9 +8,10 @@
 /**
  * Parses a path segment as a positive 32-bit integer id (1 .. 2147483647): decimal digits only, no sign, no
  * spaces, no leading '+'. Leading zeros are accepted ("007" is 7). Returns 0 and stores the value in `*out`,
- * or a negative code with a static reason ("not a number", "must be positive", "too large", "empty") in `*why`.
+ * or PREON_EINVAL with the reason ("must be a positive integer", "must be at most 2147483647", "must not be
+ * empty") written to `err`.
  */
-int preon_parse_id(const char *s, size_t len, int32_t *out, const char **why);
+int preon_parse_id(const char *s, size_t len, int32_t *out, char *err, size_t errlen);
 
 /**
  * Reads the integer parameter `name` of a query string (`qs`, `len` bytes, without the '?') and clamps it as

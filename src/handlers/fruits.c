@@ -85,8 +85,8 @@ static void on_one(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
 {
     int32_t id;
-    const char *why;
-    if (preon_parse_id(param.base, param.len, &id, &why) != 0) {
+    char why[64];
+    if (preon_parse_id(param.base, param.len, &id, why, sizeof(why)) != 0) {
         char msg[128];
         snprintf(msg, sizeof(msg), "parameter 'id' %s", why);
         preon_reply_error(req, 400, msg);

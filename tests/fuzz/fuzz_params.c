@@ -9,9 +9,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *s = (const char *)data, *why = NULL;
+    const char *s = (const char *)data;
+    char why[64];
     int32_t id = -1;
-    if (preon_parse_id(s, size, &id, &why) == 0 && (id < 1))
+    if (preon_parse_id(s, size, &id, why, sizeof(why)) == 0 && (id < 1))
         __builtin_trap();
     int n = preon_query_int_clamped(s, size, "queries", 1, 500);
     if (n < 1 || n > 500)

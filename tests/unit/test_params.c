@@ -9,10 +9,12 @@
 
 static int parse(const char *s, int32_t *out)
 {
-    const char *why = NULL;
-    int rv = preon_parse_id(s, strlen(s), out, &why);
+    char why[64] = "";
+    int rv = preon_parse_id(s, strlen(s), out, why, sizeof(why));
     if (rv != 0)
-        assert_non_null(why);
+        assert_true(strncmp(why, "must ", 5) == 0); /* a reason the caller puts after "parameter 'id' " */
+    else
+        assert_string_equal(why, ""); /* written on failure only */
     return rv;
 }
 
@@ -44,9 +46,9 @@ static void test_length_is_respected(void **state)
 {
     (void)state;
     int32_t v = 0;
-    const char *why;
+    char why[64];
     /* only the first two bytes are the segment */
-    assert_int_equal(preon_parse_id("12/3", 2, &v, &why), 0);
+    assert_int_equal(preon_parse_id("12/3", 2, &v, why, sizeof(why)), 0);
     assert_int_equal(v, 12);
 }
 
