@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench/headline.py: README's headline tables match the runs they were generated from, and a figure changed by
+hand is caught."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+HEADLINE = os.path.join(REPO, "bench", "headline.py")
+
+
+def check(path):
+    return subprocess.run([sys.executable, HEADLINE, "--check", "--file", path], capture_output=True, text=True)
+
+
+class HeadlineTest(unittest.TestCase):
+    def test_readme_matches_its_records(self):
+        r = check(os.path.join(REPO, "README.md"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2 headline tables match", r.stdout)
+
+    def test_a_figure_changed_by_hand_is_caught(self):
+        with open(os.path.join(REPO, "README.md")) as f:
+            text = f.read()
+        start = text.index("<!-- headline:published ")
+        row = text.index("| build, cold (s) |", start)
+        end = text.index("\n", row)
+        changed = text[:row] + text[row:end].replace("|", "| 1", 2).replace("| 1", "|", 1) + text[end:]
+        self.assertNotEqual(changed, text)
+        with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+            f.write(changed)
+        try:
+            r = check(f.name)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("README says:   | build, cold (s) | 1", r.stderr)
+            # and the generator puts the recorded figure back
+            subprocess.run([sys.executable, HEADLINE, "--file", f.name], check=True, capture_output=True)
+            with open(f.name) as g:
+                self.assertEqual(g.read(), text)
+        finally:
+            os.unlink(f.name)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
