@@ -8,12 +8,15 @@ that measured it. A block in README.md between
 
 is KIND's table of FOLDER/results.json (a folder under bench/published/): `published` is the published suite's
 summary (bench/run.py --suite published: posts 000, 001, 004 and the build, with the posts' own figures from
-bench/reference/ in a column of their own), `throughput` issue 13's table (bench/throughput.py).
+bench/reference/ in a column of their own), `throughput` issue 13's table (bench/throughput.py), and
+`section FOLDER PREFIX` the section of FOLDER's report (rendered again by bench/run.py or bench/throughput.py)
+whose heading starts with PREFIX, without its heading.
 
-  python3 bench/headline.py            # rewrite README.md's blocks from their records
-  python3 bench/headline.py --check    # exit 1 when README.md says something its records do not (a ctest)
+  python3 bench/headline.py            # rewrite the blocks of README.md and docs/*.md from their records
+  python3 bench/headline.py --check    # exit 1 when a file says something its records do not (a ctest)
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -21,9 +24,10 @@ import sys
 
 import refdata
 from measure import REPO, md_table
+import throughput_report
 from throughput_report import TESTS, Table
 
-BLOCK = re.compile(r"(<!-- headline:(\w+) (\S+) -->\n)(.*?)(<!-- /headline -->)", re.S)
+BLOCK = re.compile(r"(<!-- headline:(\w+) (\S+)(?: ([^\n>]*?))? -->\n)(.*?)(<!-- /headline -->)", re.S)
 NOTES = {"jvm": " + JDK"}  # what a target's artifact does not include
 
 
@@ -39,7 +43,7 @@ def _pub(refs, post, metric, system, condition=None, table=None, f="{:,.0f}"):
     return rs[0].get("outcome") or "N/A" if rs[0]["value"] is None else f.format(rs[0]["value"])
 
 
-def render_published(results, refs):
+def render_published(results, refs, _=None):
     names, sc = results["targets"], results["scenarios"]
 
     def each(fn):
@@ -90,11 +94,25 @@ def render_published(results, refs):
     return md_table(["post, metric"] + names + ["published (their hardware)"], rows)
 
 
-def render_throughput(results, refs):
+def render_throughput(results, refs, _=None):
     return "\n".join(Table(results, "plain").main_rows(TESTS)) + "\n"
 
 
-KINDS = {"published": render_published, "throughput": render_throughput}
+def render_section(results, refs, prefix):
+    import run  # noqa: E402 - only here: it brings the whole of bench/run.py
+    lines = (throughput_report.render(results) if "variants" in results else run.render(results)).splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("#") and line.lstrip("#").strip().startswith(prefix):
+            body = []
+            for rest in lines[i + 1:]:
+                if rest.startswith("#"):
+                    break
+                body.append(rest)
+            return "\n".join(body).strip("\n") + "\n"
+    raise KeyError("the report has no section whose heading starts with %r" % prefix)
+
+
+KINDS = {"published": render_published, "throughput": render_throughput, "section": render_section}
 
 
 def generate(text, refs):
@@ -102,38 +120,45 @@ def generate(text, refs):
     def block(m):
         with open(os.path.join(REPO, m.group(3), "results.json")) as f:
             results = json.load(f)
-        return m.group(1) + KINDS[m.group(2)](results, refs) + m.group(5)
+        return m.group(1) + KINDS[m.group(2)](results, refs, m.group(4)) + m.group(6)
     return BLOCK.sub(block, text)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
-    ap.add_argument("--file", default=os.path.join(REPO, "README.md"))
+    ap.add_argument("--file", action="append", help="a file to process (default: README.md and docs/*.md)")
     args = ap.parse_args()
-    with open(args.file) as f:
-        text = f.read()
-    blocks = BLOCK.findall(text)
-    if not blocks:
-        print("%s has no headline blocks" % args.file, file=sys.stderr)
+    files = args.file or [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+    refs, total, differ = refdata.load(), 0, []
+    for path in files:
+        with open(path) as f:
+            text = f.read()
+        n = len(BLOCK.findall(text))
+        if not n:
+            continue
+        total += n
+        new = generate(text, refs)
+        if new == text:
+            continue
+        if not args.check:
+            with open(path, "w") as f:
+                f.write(new)
+            print("%s: headline tables written" % path)
+            continue
+        differ.append(path)
+        for a, b in zip(text.splitlines(), new.splitlines()):
+            if a != b:
+                print("%s says:   %s\nrecords give: %s" % (os.path.relpath(path, REPO), a, b), file=sys.stderr)
+    if not total:
+        print("no headline blocks in %s" % ", ".join(files), file=sys.stderr)
         return 1
-    new = generate(text, refdata.load())
-    if args.check:
-        if new != text:
-            old_lines, new_lines = text.splitlines(), new.splitlines()
-            for a, b in zip(old_lines, new_lines):
-                if a != b:
-                    print("README says:   %s\nrecords give: %s" % (a, b), file=sys.stderr)
-            print("%s's headline tables differ from their records: python3 bench/headline.py rewrites them"
-                  % args.file, file=sys.stderr)
-            return 1
-        print("%d headline tables match their records" % len(blocks))
-        return 0
-    with open(args.file, "w") as f:
-        f.write(new)
-    print("%d headline tables written" % len(blocks))
+    if differ:
+        print("%s: the tables differ from their records; python3 bench/headline.py rewrites them" % ", ".join(differ),
+              file=sys.stderr)
+        return 1
+    print("%d headline tables match their records" % total)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

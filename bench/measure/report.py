@@ -61,10 +61,14 @@ def md_table(header, rows, align=None):
 
 def metric_table(names, rows, extra=()):
     """Metrics (rows) by target (columns), then each target's ratio to the first, then `extra` columns. A row is
-    (label, [value per target], format, ratio wanted?[, [cell per extra column]])."""
+    (label, [value per target], format, ratio wanted?[, [cell per extra column]]). A row with no figure at all
+    (nothing measured, no extra cell) is left out: a metric that applies to none of the targets, such as an
+    image's size for process targets."""
     header = ["metric"] + list(names) + ["%s / %s" % (names[0], n) for n in names[1:]] + list(extra)
     body = []
     for label, vals, f, want_ratio, *more in rows:
+        if all(v is None for v in vals) and all(c in (None, "-") for c in (more[0] if more else [])):
+            continue
         body.append([label] + [fmt(v, f) for v in vals] + [ratio(vals[0], v) if want_ratio else "-" for v in vals[1:]]
                     + list(more[0] if more else []))
     return md_table(header, body)
