@@ -5,9 +5,14 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from measure import parse_ab, parse_pgbench, parse_wrk  # noqa: E402
+import subprocess  # noqa: E402
+
+from container import parse_limits  # noqa: E402
+from measure import md_table, metric_table, parse_ab, parse_pgbench, parse_wrk  # noqa: E402
 from run import parse_target, render  # noqa: E402
 import throughput_report  # noqa: E402
+
+BENCH = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 
 WRK = """Running 2s test @ http://127.0.0.1:8080/hello
   2 threads and 50 connections
@@ -90,6 +95,62 @@ class ParsingTest(unittest.TestCase):
         for bad in ("name=x", "name=x,start=y", "name=x,start=y,url=z,color=red", "oops"):
             with self.assertRaises(ValueError):
                 parse_target(bad)
+
+    def test_preon_target_with_settings(self):
+        t = parse_target("preon,name=preon-quiet,env='PREON_METRICS_ENABLED=false PREON_LOG_ACCESS=false'")
+        self.assertTrue(t["preon"])
+        self.assertEqual(t["name"], "preon-quiet")
+        self.assertEqual(t["env"], "PREON_METRICS_ENABLED=false PREON_LOG_ACCESS=false")
+        self.assertNotIn("start", t)
+        self.assertEqual(parse_target("preon,env='PREON_DATABASE_SYNC=request'")["name"], "preon")
+        with self.assertRaises(ValueError):
+            parse_target("preon,colour=blue")
+
+    def test_limits_with_an_uncapped_row(self):
+        self.assertEqual(parse_limits("none;mem=2m;cpus=0.5"), [{"mem_mib": None, "cpus": None},
+                                                                 {"mem_mib": 2, "cpus": None},
+                                                                 {"mem_mib": None, "cpus": 0.5}])
+        with self.assertRaises(ValueError):
+            parse_limits("none=3")
+
+    def test_wrappers_spell_their_commands(self):
+        def spelled(script, *args):
+            out = subprocess.run([sys.executable, os.path.join(BENCH, script), "--dry-run", *args], check=True,
+                                 capture_output=True, text=True).stdout
+            return out.split(" ", 1)[1].strip()
+        self.assertEqual(spelled("tfb.py", "--quick", "--sync", "request", "--out", "/tmp/x"),
+                         BENCH + "/throughput.py --targets preon --quick --sync request --out /tmp/x")
+        self.assertEqual(spelled("limits.py", "--memory", "4,8", "--cpus", "1", "--duration", "3"),
+                         BENCH + "/run.py --scenario limits --limits 'none;mem=4m;mem=8m;cpus=1' --set limit_s=3 "
+                         "--target preon")
+        cmp = spelled("compare.py", "--observability", "--quick")
+        self.assertIn("run.py --scenario rounds,startup,footprint --set rounds_n=1 --set rounds_s=2", cmp)
+        self.assertIn("--target 'preon,name=preon-quiet,env=", cmp)
+        self.assertEqual(cmp.count("--target"), 2)
+
+    def test_reliability_records_rendered(self):
+        import json
+        import tempfile
+        import reliability
+        rec = {"test": "postgres-killed", "build": "release", "date": "2026-11-30", "seconds": 15.5, "rounds": 3,
+               "clients": 16, "statuses": {"200": 59184, "503": 35687}, "recovery_s": [0.47, 0.38]}
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+            f.write(json.dumps(rec) + "\n")
+        try:
+            lines = reliability.render([f.name]).splitlines()
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(lines[0], "| test | build | load | duration | result | date |")
+        self.assertEqual(lines[2], "| PostgreSQL killed | release | 3 × kill -m immediate + restart, 16 clients | 15.5 s | "
+                                   "200: 59,184, 503: 35,687; back to 100% 200 after 0.47 / 0.38 s | 2026-11-30 |")
+
+    def test_tables(self):
+        self.assertEqual(md_table(["a", "b"], [[1, None], ["x|y", "z"]]),
+                         "| a | b |\n|---|---|\n| 1 | - |\n| x\\|y | z |\n")
+        t = metric_table(["p", "q"], [("rps", [200, 100], "%.0f", True), ("none", [None, None], "%d", True),
+                                      ("errors", [0, 3], "%d", False)], ["published"])
+        self.assertEqual(t.splitlines(), ["| metric | p | q | p / q | published |", "|---|---|---|---|---|",
+                                          "| rps | 200 | 100 | 2.00× |", "| errors | 0 | 3 | - |"])
 
     def test_report(self):
         results = {"date": "2026-11-29 00:00:00 UTC", "cpus": 2, "quick": True, "targets": ["preon", "go"],
