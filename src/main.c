@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     if (path == NULL && access(DEFAULT_CONFIG, F_OK) == 0)
         path = DEFAULT_CONFIG;
     if ((path != NULL && preon_config_load_file(&cfg, path, err, sizeof(err)) != 0) ||
-        preon_config_apply_env(&cfg, environ, err, sizeof(err)) != 0) {
+        preon_config_apply_env(&cfg, environ, err, sizeof(err)) != 0 || preon_config_validate(&cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         preon_config_dispose(&cfg);
         return 2;

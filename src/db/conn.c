@@ -196,6 +196,15 @@ static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, co
     }
 }
 
+/* PgBouncer refuses the startup packet's `options` (client_connection_check_interval travels there): say the fix. */
+static const char *pooler_hint(const char *why)
+{
+    return strstr(why, "unsupported startup parameter") != NULL
+               ? " (behind PgBouncer? set database.pooler: transaction, or session, and database.client_check_ms: 0; "
+                 "preon then sends no startup options)"
+               : "";
+}
+
 void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
 {
     int was_ready = c->state == CONN_READY;
@@ -214,7 +223,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     /* While the database stays down, only the first failed attempt is a warning; the retries are debug. */
     if (why != NULL && c->state != CONN_IDLE) {
         if (was_ready || !c->down_logged)
-            preon_log_warn("db %s#%u: %s: %s", c->pool->tag, c->index, preon_strerror(err), why);
+            preon_log_warn("db %s#%u: %s: %s%s", c->pool->tag, c->index, preon_strerror(err), why, pooler_hint(why));
         else
             preon_log_debug("db %s#%u: %s: %s", c->pool->tag, c->index, preon_strerror(err), why);
         c->down_logged = 1;
@@ -267,8 +276,9 @@ static void become_ready(preon_db_conn_t *c)
         preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
-    /* Each Prepare behind its own Sync: a statement whose table is missing must not abort the others. */
-    for (size_t i = 0; i < pool->nstmts; i++) {
+    /* Each Prepare behind its own Sync: a statement whose table is missing must not abort the others. Behind a
+     * transaction pooler nothing is prepared: the next transaction may run on another server connection. */
+    for (size_t i = 0; i < pool->nstmts && pool->cfg->database.pooler != PREON_POOLER_TRANSACTION; i++) {
         const preon_db_statement_t *s = &pool->stmts[i];
         if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL) || !PQpipelineSync(c->pg)) {
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
@@ -606,6 +616,25 @@ static void on_write(h2o_socket_t *sock, const char *err)
     on_io(c);
 }
 
+/*
+ * Writes one query into the pipeline: its prepared statement (prepared again first if its Prepare failed earlier,
+ * say the table was missing), or, behind a transaction pooler, its SQL as an unnamed statement (Parse, Bind,
+ * Execute in one go), which lives only until the next Sync and so never meets another client's statements.
+ */
+static int send_one(preon_db_conn_t *c, const preon_db_query_t *q)
+{
+    const preon_db_statement_t *s = &c->pool->stmts[q->stmt];
+    if (c->pool->cfg->database.pooler == PREON_POOLER_TRANSACTION)
+        return PQsendQueryParams(c->pg, s->sql, q->nparams, NULL, q->params, NULL, NULL, 0);
+    if (!c->prepared[q->stmt]) {
+        if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL))
+            return 0;
+        push(c, ENTRY_PREPARE, q->stmt, NULL);
+        c->prepared[q->stmt] = 1;
+    }
+    return PQsendQueryPrepared(c->pg, s->name, q->nparams, q->params, NULL, NULL, 0);
+}
+
 int preon_db_conn_may_send(const preon_db_conn_t *c)
 {
     int depth = c->pool->cfg->database.pipeline_depth;
@@ -614,7 +643,6 @@ int preon_db_conn_may_send(const preon_db_conn_t *c)
 
 void preon_db_conn_send(preon_db_conn_t *c)
 {
-    const preon_db_statement_t *stmts = c->pool->stmts;
     int batch = c->pool->cfg->database.sync == PREON_SYNC_BATCH, sync_owed = 0;
     size_t before = c->ring_count;
     preon_db_query_t *q;
@@ -630,14 +658,7 @@ void preon_db_conn_send(preon_db_conn_t *c)
             push(c, ENTRY_SYNC, 0, NULL);
             sync_owed = 0;
         }
-        if (!c->prepared[q->stmt]) {
-            /* Its Prepare failed earlier (say the table was missing); try again, in the same pipeline. */
-            if (!PQsendPrepare(c->pg, stmts[q->stmt].name, stmts[q->stmt].sql, stmts[q->stmt].nparams, NULL))
-                goto Broken;
-            push(c, ENTRY_PREPARE, q->stmt, NULL);
-            c->prepared[q->stmt] = 1;
-        }
-        if (!PQsendQueryPrepared(c->pg, stmts[q->stmt].name, q->nparams, q->params, NULL, NULL, 0)) {
+        if (!send_one(c, q)) {
             /* Put it back in front, so that conn_fail answers it with the rest. */
             if ((q->_next = c->unsent_head) == NULL)
                 c->unsent_tail = &q->_next;
