@@ -163,27 +163,19 @@ defaults
     timeout server 30m
     timeout check 1s
 
-# PostgreSQL, as Patroni's documentation does it: the node whose REST API answers /primary 200 takes the writes;
-# connections to a node marked down are cut, so that clients reconnect to the new primary.
-listen postgres_rw
-    bind 127.0.0.1:$RW
-    option httpchk OPTIONS /primary
-    http-check expect status 200
-    default-server inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions
+# PostgreSQL, as Patroni's documentation does it: the node whose REST API answers /primary 200 takes the writes,
+# those answering /replica the reads; connections to a node marked down are cut, so that clients reconnect.
 EOF
-    for i in 1 2 3; do echo "    server pg$i 127.0.0.1:$(pg_port $i) maxconn 100 check port $(rest_port $i)" >>"$f"; done
+    local port role
+    for role in primary replica; do
+        port=$RW && [ $role = primary ] || port=$RO
+        printf 'listen postgres_%s\n    bind 127.0.0.1:%s\n    balance roundrobin\n    option httpchk OPTIONS /%s\n' \
+            "$role" "$port" "$role" >>"$f"
+        printf '    http-check expect status 200\n    default-server inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions\n' >>"$f"
+        for i in 1 2 3; do echo "    server pg$i 127.0.0.1:$(pg_port $i) maxconn 100 check port $(rest_port $i)" >>"$f"; done
+        echo >>"$f"
+    done
     cat >>"$f" <<EOF
-
-listen postgres_ro
-    bind 127.0.0.1:$RO
-    balance roundrobin
-    option httpchk OPTIONS /replica
-    http-check expect status 200
-    default-server inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions
-EOF
-    for i in 1 2 3; do echo "    server pg$i 127.0.0.1:$(pg_port $i) maxconn 100 check port $(rest_port $i)" >>"$f"; done
-    cat >>"$f" <<EOF
-
 # preon replicas: a replica is taken out at its first failed readiness check (preon turns /health/ready 503 at
 # SIGTERM and keeps accepting for server.drain_delay_ms, longer than inter + timeout), back in at its first good
 # one. A connection refused (a replica that has just gone) is retried on another replica; nothing else is retried,
