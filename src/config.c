@@ -30,7 +30,7 @@ typedef struct {
     const char *def;          /* default, in the same text form the file uses */
 } entry_t;
 
-static const char *const sync_modes[] = {"request", "batch", NULL};
+static const char *const sync_modes[] = {"request", "batch", "query", NULL};
 static const char *const poolers[] = {"none", "session", "transaction", NULL};
 static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const booleans[] = {"false", "true", NULL};
@@ -57,6 +57,7 @@ static const entry_t entries[] = {
     {"database", "reconnect_min_ms", T_INT, OFF(database.reconnect_min_ms), 1, 3600000, NULL, "50"},
     {"database", "reconnect_max_ms", T_INT, OFF(database.reconnect_max_ms), 1, 3600000, NULL, "1000"},
     {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "batch"},
+    {"database", "tfb_sync", T_ENUM, OFF(database.tfb_sync), 0, 0, sync_modes, "query"},
     {"database", "pipeline_depth", T_INT, OFF(database.pipeline_depth), 0, 1024, NULL, "2"},
     {"database", "pooler", T_ENUM, OFF(database.pooler), 0, 0, poolers, "none"},
     {"log", "level", T_ENUM, OFF(log.level), 0, 0, preon_log_level_names, "info"},

@@ -85,6 +85,8 @@ typedef struct st_preon_dbreq_ops_t {
     void (*on_done)(preon_dbreq_t *r, h2o_req_t *req);
     /** Optional: frees what on_result kept; runs last, whatever happened. */
     void (*dispose)(preon_dbreq_t *r);
+    /** One of TechEmpower's test types: its Syncs follow database.tfb_sync (else database.sync). */
+    int techempower;
 } preon_dbreq_ops_t;
 
 /**

@@ -4,7 +4,12 @@
 
 #include <stddef.h>
 
-typedef enum { PREON_SYNC_REQUEST = 0, PREON_SYNC_BATCH } preon_sync_mode_t;
+/* Where the Syncs go (each Sync ends one implicit transaction). The values index config.c's names. */
+typedef enum {
+    PREON_SYNC_REQUEST = 0, /* one Sync after each request's queries */
+    PREON_SYNC_BATCH,       /* reads of many requests share a Sync; writes get their own */
+    PREON_SYNC_QUERY,       /* one Sync after every query (TechEmpower's General Requirement 7) */
+} preon_sync_mode_t;
 /** What stands between preon and PostgreSQL: nothing, or a pooler (PgBouncer) in session or transaction mode. */
 typedef enum { PREON_POOLER_NONE = 0, PREON_POOLER_SESSION, PREON_POOLER_TRANSACTION } preon_pooler_t;
 
@@ -38,7 +43,8 @@ typedef struct st_preon_config_t {
         int connect_timeout_ms;     /* a connection attempt older than this is abandoned */
         int reconnect_min_ms;       /* first back-off after a failed or lost connection */
         int reconnect_max_ms;       /* back-off doubles up to this */
-        int sync;                   /* preon_sync_mode_t: one Sync per request, or one per loop-pass batch */
+        int sync;                   /* preon_sync_mode_t of the service's own API (/fruits) */
+        int tfb_sync;               /* preon_sync_mode_t of TechEmpower's test types (/db, /queries, ...) */
         int pipeline_depth;         /* batches a connection may have in flight (0: any number) */
         int pooler;                 /* preon_pooler_t: no startup options behind one; unnamed statements in transaction mode */
     } database;

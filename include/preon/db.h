@@ -30,9 +30,11 @@ typedef struct st_preon_db_statement_t {
 
 #define PREON_DB_MAX_PARAMS 8
 
-/** Query flags. */
-#define PREON_DB_WRITE 0x1u /* never batched under one Sync with other requests' queries, never re-sent */
-#define PREON_DB_MORE 0x2u  /* more queries of the same request follow: no Sync after this one */
+/** Query flags. PREON_DB_WRITE is the caller's; preon_db_submit sets the others from its sync mode. */
+#define PREON_DB_WRITE 0x1u  /* never batched under one Sync with other requests' queries, never re-sent */
+#define PREON_DB_MORE 0x2u   /* more queries of the same request follow: no Sync after this one (unless OWN_SYNC) */
+#define PREON_DB_SHARED 0x4u /* a read that may share its Sync with other requests' reads (sync: batch) */
+#define PREON_DB_OWN_SYNC 0x8u /* a Sync right after this query (sync: query, TechEmpower's rule) */
 
 /** Called once with the rows. `res` is borrowed: valid only during the call. */
 typedef void (*preon_db_result_cb)(preon_db_query_t *q, const preon_db_result_t *res);
@@ -57,7 +59,6 @@ struct st_preon_db_query_t {
     preon_db_error_cb on_error;
     /* owned by the db layer while the query is queued */
     preon_db_query_t *_next;
-    uint64_t _sent_at;
     uint64_t _queued_ns;
     void *_res; /* its result, held until the Sync is answered */
     unsigned char _resent;
@@ -111,13 +112,15 @@ void preon_db_pool_close(preon_db_pool_t *pool);
 void preon_db_pool_destroy(preon_db_pool_t *pool);
 
 /**
- * Queues the `n` queries of one request, all on the same connection and, under database.sync: request, behind
- * one Sync (one implicit transaction), for sending at the end of this loop pass. All or nothing: returns 0,
- * after which exactly one callback of each query will run later; or, with no callback ever called,
- * PREON_ENOTCONN (no connection is ready), PREON_EQUEUEFULL (database.max_queued would be exceeded on this
- * thread), PREON_ESHUTDOWN (the pool is closed) or PREON_EINVAL (bad statement or parameter count). Sets PREON_DB_MORE itself.
+ * Queues the `n` queries of one request, all on the same connection, for sending at the end of this loop pass,
+ * with their Syncs as `sync` (a preon_sync_mode_t) says: PREON_SYNC_QUERY a Sync after each query,
+ * PREON_SYNC_REQUEST one after the last, PREON_SYNC_BATCH the reads behind a Sync shared with other requests'
+ * reads. All or nothing: returns 0, after which exactly one callback of each query will run later; or, with no
+ * callback ever called, PREON_ENOTCONN (no connection is ready), PREON_EQUEUEFULL (database.max_queued would be
+ * exceeded on this thread), PREON_ESHUTDOWN (the pool is closed) or PREON_EINVAL (bad statement or parameter
+ * count). Sets PREON_DB_MORE, PREON_DB_SHARED and PREON_DB_OWN_SYNC itself.
  */
-int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n);
+int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n, int sync);
 
 /** Fills `*st` with the pool's counters. Any thread (relaxed reads of the owner's values). */
 void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st);

@@ -182,8 +182,22 @@ static const char *copy_why(preon_db_conn_t *c, const char *why, char *buf, size
     return buf;
 }
 
-/* Fails the queries of `list` (linked by _next), freeing the results they held. */
-static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, const char *why)
+/*
+ * How a query the database has seen (sent, maybe answered, its Sync not) ends when its connection is given up
+ * with `err`. A timeout stays a timeout (504). Otherwise its fate is unknown: connection lost (502, "may or may not
+ * have committed"), also at shutdown for a write, whose COMMIT may still run after the socket closes; a read
+ * committed nothing, so at shutdown it may say so (503 + Retry-After).
+ */
+static int sent_error(int err, const preon_db_query_t *q)
+{
+    if (err == PREON_ETIMEDOUT || (err == PREON_ESHUTDOWN && !(q->flags & PREON_DB_WRITE)))
+        return err;
+    return PREON_ECONNLOST;
+}
+
+/* Fails the queries of `list` (linked by _next), freeing the results they held: with `err` if `sent` is 0 (the
+ * database never saw them), else as sent_error says. */
+static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, int sent, const char *why)
 {
     while (list != NULL) {
         preon_db_query_t *q = list;
@@ -192,7 +206,7 @@ static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, co
             PQclear(q->_res);
             q->_res = NULL;
         }
-        preon_db_pool_fail_query(pool, q, err, why);
+        preon_db_pool_fail_query(pool, q, sent ? sent_error(err, q) : err, why);
     }
 }
 
@@ -244,19 +258,17 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     c->nqueries = 0;
     memset(c->prepared, 0, c->pool->nstmts ? c->pool->nstmts : 1);
 
-    /* Oldest first: those answered but not yet committed (a write's fate is unknown: connection lost), then
-     * those in flight, then those never sent. */
-    int lost = err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ECONNLOST;
-    fail_list(c->pool, done, lost, why);
+    /* Oldest first: those answered but not yet committed, then those in flight, then those never sent. */
+    fail_list(c->pool, done, err, 1, why);
     for (size_t i = 0; i < count; i++) {
         entry_t *e = &ring[(head + i) % cap];
         if (e->kind == ENTRY_QUERY)
-            preon_db_pool_fail_query(c->pool, e->q, lost, why);
+            preon_db_pool_fail_query(c->pool, e->q, sent_error(err, e->q), why);
     }
     free(ring);
     /* Never sent: the database did not see them. Behind a stuck query (held back by database.pipeline_depth) they
      * waited on it as the others did, so they time out with it; otherwise they were simply not sent. */
-    fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, why);
+    fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, 0, why);
 }
 
 static void flush(preon_db_conn_t *c)
@@ -422,21 +434,23 @@ static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
     }
     preon_db_query_t *q = e.q;
     c->nqueries--;
-    if (st == PGRES_PIPELINE_ABORTED && c->pool->cfg->database.sync == PREON_SYNC_BATCH && !(q->flags & PREON_DB_WRITE) &&
-        !q->_resent) {
-        /* Not run because an earlier statement behind the same Sync failed: under batch Syncs that may be another
-         * request's query, so a read is sent once more on its own merits. */
-        PQclear(res);
-        q->_resent = 1;
-        preon_db_pool_resend(c->pool, q);
-        return;
-    }
-    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED && !c->seg_failed) {
+    int failed = st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED;
+    if (failed && !c->seg_failed) {
         c->seg_failed = 1;
         c->seg_err = error_of(res);
         snprintf(c->seg_why, sizeof(c->seg_why), "%s", message_of(res));
         if (c->seg_err == PREON_EDB)
             preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, c->seg_why);
+    }
+    /* A read that shared its Sync with other requests is sent once more on its own merits when it was not run
+     * because a statement before it failed (maybe another request's), or when it was chosen as a deadlock victim
+     * or failed to serialize: the locks its batch still held until the shared Sync may be what it waited on. */
+    if ((q->flags & PREON_DB_SHARED) && !q->_resent &&
+        (st == PGRES_PIPELINE_ABORTED || (failed && error_of(res) == PREON_ERETRY))) {
+        PQclear(res);
+        q->_resent = 1;
+        preon_db_pool_resend(c->pool, q);
+        return;
     }
     /* Its answer waits for the Sync: the COMMIT there may still fail. */
     q->_res = res;
@@ -476,7 +490,7 @@ static void settle(preon_db_conn_t *c)
         ExecStatusType st = PQresultStatus(res);
         int ok = st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
         if (ok && sync_err != NULL) {
-            if (pool->cfg->database.sync == PREON_SYNC_BATCH && !(q->flags & PREON_DB_WRITE) && !q->_resent) {
+            if ((q->flags & PREON_DB_SHARED) && !q->_resent) {
                 q->_resent = 1;
                 preon_db_pool_resend(pool, q);
             } else {
@@ -558,11 +572,15 @@ static size_t read_results(preon_db_conn_t *c)
     return taken;
 }
 
-/* Bytes OpenSSL has read (and decrypted, or buffered ahead) that libpq has not taken yet. */
+/*
+ * Bytes of a record OpenSSL has already decrypted that libpq has not taken yet. Not SSL_has_pending: that is also
+ * true while OpenSSL holds the first bytes of a record whose rest has not arrived, which no read can take until
+ * the socket is readable again (epoll will say so).
+ */
 static int tls_pending(PGconn *pg)
 {
     SSL *ssl = PQsslInUse(pg) ? PQsslStruct(pg, "OpenSSL") : NULL;
-    return ssl != NULL && SSL_has_pending(ssl);
+    return ssl != NULL ? SSL_pending(ssl) : 0;
 }
 
 /* Readable or writable: libpq finds socket errors itself, so h2o's `err` adds nothing. */
@@ -586,7 +604,8 @@ static void on_io(preon_db_conn_t *c)
     /* Over TLS, PQconsumeInput takes what fits in libpq's buffer (at least 8 KiB free): the rest of a record of up to
      * 16 KiB stays decrypted inside OpenSSL, where epoll cannot see it, and would wait for the server's next bytes
      * (a TLS-terminating pooler writes full records). Read on while OpenSSL holds some. */
-    while (c->pg != NULL && tls_pending(c->pg)) {
+    while (c->pg != NULL && tls_pending(c->pg) > 0) {
+        /* Decrypted bytes can always be taken (libpq keeps 8 KiB free and read_results empties it): this ends. */
         if (!PQconsumeInput(c->pg)) {
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
@@ -616,71 +635,79 @@ static void on_write(h2o_socket_t *sock, const char *err)
     on_io(c);
 }
 
-/*
- * Writes one query into the pipeline: its prepared statement (prepared again first if its Prepare failed earlier,
- * say the table was missing), or, behind a transaction pooler, its SQL as an unnamed statement (Parse, Bind,
- * Execute in one go), which lives only until the next Sync and so never meets another client's statements.
- */
-static int send_one(preon_db_conn_t *c, const preon_db_query_t *q)
-{
-    const preon_db_statement_t *s = &c->pool->stmts[q->stmt];
-    if (c->pool->cfg->database.pooler == PREON_POOLER_TRANSACTION)
-        return PQsendQueryParams(c->pg, s->sql, q->nparams, NULL, q->params, NULL, NULL, 0);
-    if (!c->prepared[q->stmt]) {
-        if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL))
-            return 0;
-        push(c, ENTRY_PREPARE, q->stmt, NULL);
-        c->prepared[q->stmt] = 1;
-    }
-    return PQsendQueryPrepared(c->pg, s->name, q->nparams, q->params, NULL, NULL, 0);
-}
-
 int preon_db_conn_may_send(const preon_db_conn_t *c)
 {
     int depth = c->pool->cfg->database.pipeline_depth;
     return depth == 0 || c->sends_in_flight < (unsigned)depth;
 }
 
+/* Writes a Sync and records it; 0, or -1 when libpq could not (the connection is broken). */
+static int send_sync(preon_db_conn_t *c)
+{
+    if (!PQpipelineSync(c->pg))
+        return -1;
+    push(c, ENTRY_SYNC, 0, NULL);
+    return 0;
+}
+
+/*
+ * Hands `q` to libpq (its Prepare first, if that failed before); 0, or -1 when libpq could not. Nothing is
+ * recorded for `q` on failure: the caller keeps it on the unsent list, so that conn_fail answers it. Behind a
+ * transaction pooler, its SQL goes out as an unnamed statement (Parse, Bind, Execute in one go), which lives only
+ * until the next Sync and so never meets another client's statements on a shared server connection.
+ */
+static int send_query(preon_db_conn_t *c, preon_db_query_t *q)
+{
+    const preon_db_statement_t *st = &c->pool->stmts[q->stmt];
+    if (c->pool->cfg->database.pooler == PREON_POOLER_TRANSACTION)
+        return PQsendQueryParams(c->pg, st->sql, q->nparams, NULL, q->params, NULL, NULL, 0) ? 0 : -1;
+    if (!c->prepared[q->stmt]) {
+        /* Its Prepare failed earlier (say the table was missing); try again, in the same pipeline. */
+        if (!PQsendPrepare(c->pg, st->name, st->sql, st->nparams, NULL))
+            return -1;
+        push(c, ENTRY_PREPARE, q->stmt, NULL);
+        c->prepared[q->stmt] = 1;
+    }
+    if (!PQsendQueryPrepared(c->pg, st->name, q->nparams, q->params, NULL, NULL, 0))
+        return -1;
+    return 0;
+}
+
 void preon_db_conn_send(preon_db_conn_t *c)
 {
-    int batch = c->pool->cfg->database.sync == PREON_SYNC_BATCH, sync_owed = 0;
     size_t before = c->ring_count;
+    /* A Sync is owed for the queries written since the last one (the open segment); `open_shared` says whether
+     * another request's shared read may still join it, `continues` whether the next query is the same request's. */
+    int sync_owed = 0, open_shared = 0, continues = 0;
     preon_db_query_t *q;
     while ((q = c->unsent_head) != NULL) {
+        /* A write, a read of sync: request or query, or a read sent again after a neighbour failed it, never
+         * shares a Sync with another request: close the open segment before it, so it fails only on its own merits. */
+        int shared = (q->flags & PREON_DB_SHARED) && !q->_resent;
+        if (sync_owed && !continues && !(open_shared && shared)) {
+            if (send_sync(c) != 0)
+                goto Broken;
+            sync_owed = 0;
+        }
+        /* q leaves the unsent list only once libpq has it: a failed write leaves it there for conn_fail (503: the
+         * database never saw it), never in neither place. */
+        if (send_query(c, q) != 0)
+            goto Broken;
         if ((c->unsent_head = q->_next) == NULL)
             c->unsent_tail = &c->unsent_head;
-        /* A write, or a read sent again after a neighbour aborted its batch, never shares a Sync with another
-         * request: close the batch before it (and after it, below), so it fails only on its own merits. */
-        int alone = (q->flags & PREON_DB_WRITE) || q->_resent;
-        if (sync_owed && alone) {
-            if (!PQpipelineSync(c->pg))
-                goto Broken;
-            push(c, ENTRY_SYNC, 0, NULL);
-            sync_owed = 0;
-        }
-        if (!send_one(c, q)) {
-            /* Put it back in front, so that conn_fail answers it with the rest. */
-            if ((q->_next = c->unsent_head) == NULL)
-                c->unsent_tail = &q->_next;
-            c->unsent_head = q;
-            goto Broken;
-        }
         push(c, ENTRY_QUERY, 0, q);
-        q->_sent_at = now_ms(c);
-        if ((q->flags & PREON_DB_MORE) || (batch && !alone)) {
+        continues = (q->flags & PREON_DB_MORE) && !(q->flags & PREON_DB_OWN_SYNC);
+        if (continues || shared) {
             sync_owed = 1;
+            open_shared = shared;
         } else {
-            if (!PQpipelineSync(c->pg))
+            if (send_sync(c) != 0)
                 goto Broken;
-            push(c, ENTRY_SYNC, 0, NULL);
             sync_owed = 0;
         }
     }
-    if (sync_owed) {
-        if (!PQpipelineSync(c->pg))
-            goto Broken;
-        push(c, ENTRY_SYNC, 0, NULL);
-    }
+    if (sync_owed && send_sync(c) != 0)
+        goto Broken;
     if (c->ring_count > before) {
         /* One batch out: the next one accumulates until this one's last Sync is answered, if the depth says so. */
         c->ring[(c->ring_head + c->ring_count - 1) % c->ring_cap].ends_send = 1;

@@ -77,7 +77,6 @@ struct st_preon_db_pool_t {
     uint64_t rejected_down;                  /* submits refused: no connection ready */
     uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
     preon_hist_t *durations;                 /* [statement] */
-    int flush_armed;
     h2o_timeout_t zero_timeout; /* fires at the end of the loop pass: the batch is sent then */
     h2o_timeout_entry_t flush_entry;
     h2o_timeout_t tick_timeout; /* drives back-off, connect and query timeouts */

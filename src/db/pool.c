@@ -104,7 +104,7 @@ static void enqueue(preon_db_conn_t *c, preon_db_query_t *q)
     preon_db_pool_arm_flush(c->pool);
 }
 
-int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n)
+int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n, int sync)
 {
     for (size_t i = 0; i < n; i++) {
         const preon_db_query_t *q = qs[i];
@@ -126,11 +126,18 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
     }
     uint64_t now = preon_now_ns();
     for (size_t i = 0; i < n; i++) {
-        qs[i]->_resent = 0;
-        qs[i]->_res = NULL;
-        qs[i]->_queued_ns = now;
-        qs[i]->flags = (qs[i]->flags & ~PREON_DB_MORE) | (i + 1 < n ? PREON_DB_MORE : 0);
-        enqueue(c, qs[i]);
+        preon_db_query_t *q = qs[i];
+        q->_resent = 0;
+        q->_res = NULL;
+        q->_queued_ns = now;
+        q->flags &= PREON_DB_WRITE;
+        if (i + 1 < n)
+            q->flags |= PREON_DB_MORE;
+        if (sync == PREON_SYNC_QUERY)
+            q->flags |= PREON_DB_OWN_SYNC;
+        else if (sync == PREON_SYNC_BATCH && !(q->flags & PREON_DB_WRITE))
+            q->flags |= PREON_DB_SHARED;
+        enqueue(c, q);
     }
     preon_counter_add(&pool->queued, n);
     return 0;
@@ -143,6 +150,7 @@ void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q)
         preon_db_pool_fail_query(pool, q, pool->closed ? PREON_ESHUTDOWN : PREON_ENOTCONN, "no connection for the retry");
         return;
     }
+    q->flags &= ~PREON_DB_MORE; /* alone now: the queries behind it are not its request's */
     enqueue(c, q);
 }
 

@@ -189,7 +189,8 @@ void preon_dbreq_run(preon_dbreq_t *r)
     preon_db_query_t *qs[PREON_DBREQ_MAX];
     for (size_t i = 0; i < r->n; i++)
         qs[i] = &r->slots[i].q;
-    int rv = preon_db_submit(r->thr->db, qs, r->n);
+    const preon_config_t *cfg = r->thr->cfg;
+    int rv = preon_db_submit(r->thr->db, qs, r->n, r->ops->techempower ? cfg->database.tfb_sync : cfg->database.sync);
     if (rv != 0) {
         preon_reply_errno(r->req, rv);
         destroy(r);

@@ -96,8 +96,8 @@ static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
     return 1;
 }
 
-static const preon_dbreq_ops_t list_ops = {on_list, on_done, NULL};
-static const preon_dbreq_ops_t one_ops = {on_one, on_done, NULL};
+static const preon_dbreq_ops_t list_ops = {on_list, on_done, NULL, 0};
+static const preon_dbreq_ops_t one_ops = {on_one, on_done, NULL, 0};
 
 /* GET /fruits: every row, ordered by id. */
 void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param)
@@ -147,9 +147,9 @@ static void on_deleted(preon_dbreq_t *r, h2o_req_t *req)
         preon_reply_empty(req, 204);
 }
 
-static const preon_dbreq_ops_t create_ops = {on_written, on_created, NULL};
-static const preon_dbreq_ops_t update_ops = {on_written, on_done, NULL};
-static const preon_dbreq_ops_t delete_ops = {on_written, on_deleted, NULL};
+static const preon_dbreq_ops_t create_ops = {on_written, on_created, NULL, 0};
+static const preon_dbreq_ops_t update_ops = {on_written, on_done, NULL, 0};
+static const preon_dbreq_ops_t delete_ops = {on_written, on_deleted, NULL, 0};
 
 /* Checks Content-Type and body; answers 415/400 itself and returns NULL, or returns the parsed document. */
 static json_t *read_body(h2o_req_t *req, const char **name, size_t *name_len)

@@ -84,7 +84,7 @@ static void on_worlds_done(preon_dbreq_t *r, h2o_req_t *req)
     reply_worlds(req, preon_dbreq_data(r));
 }
 
-static const preon_dbreq_ops_t worlds_ops = {on_world, on_worlds_done, NULL};
+static const preon_dbreq_ops_t worlds_ops = {on_world, on_worlds_done, NULL, 1};
 
 /* Queries n random World rows, each by its own statement, all in one pipeline write. */
 static void read_worlds(preon_app_thread_t *thr, h2o_req_t *req, int n, int single, const preon_dbreq_ops_t *ops)
@@ -123,7 +123,7 @@ static void on_written(preon_dbreq_t *r, size_t index, const preon_db_result_t *
     (void)r, (void)index, (void)res;
 }
 
-static const preon_dbreq_ops_t write_ops = {on_written, on_worlds_done, NULL};
+static const preon_dbreq_ops_t write_ops = {on_written, on_worlds_done, NULL, 1};
 
 static int by_id(const void *a, const void *b)
 {
@@ -175,7 +175,7 @@ static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
     preon_dbreq_run(wr);
 }
 
-static const preon_dbreq_ops_t update_ops = {on_world, on_read_for_update, NULL};
+static const preon_dbreq_ops_t update_ops = {on_world, on_read_for_update, NULL, 1};
 
 void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param)
 {
@@ -221,7 +221,7 @@ static void on_world_table_done(preon_dbreq_t *r, h2o_req_t *req)
     reply_cached(preon_dbreq_thread(r)->app, req);
 }
 
-static const preon_dbreq_ops_t cache_ops = {on_world_table, on_world_table_done, NULL};
+static const preon_dbreq_ops_t cache_ops = {on_world_table, on_world_table_done, NULL, 1};
 
 void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param)
 {

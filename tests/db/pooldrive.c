@@ -60,6 +60,7 @@ struct st_request_t {
 static request_t **reqs;
 static size_t nreqs;
 static uint64_t outstanding, seq, violations;
+static int sync_mode; /* database.sync, from PREON_DATABASE_SYNC */
 
 static void emit(json_t *o)
 {
@@ -178,7 +179,7 @@ static void submit(preon_db_pool_t *pool, const char *name, size_t n, const char
     if ((reqs = realloc(reqs, (nreqs + 1) * sizeof(*reqs))) == NULL)
         abort();
     reqs[nreqs++] = req;
-    int rv = preon_db_submit(pool, ptrs, n);
+    int rv = preon_db_submit(pool, ptrs, n, sync_mode);
     req->accepted = rv == 0;
     if (rv == 0)
         outstanding += n;
@@ -277,6 +278,7 @@ int main(int argc, char **argv)
         return 2;
     }
     preon_log_level = (preon_log_level_t)cfg.log.level;
+    sync_mode = cfg.database.sync;
     preon_log_format = (preon_log_format_t)cfg.log.format;
     preon_db_target_t *target = preon_db_target_create(argv[1], cfg.database.client_check_ms, 0, err, sizeof(err));
     if (target == NULL) {
