@@ -49,6 +49,7 @@ static const entry_t entries[] = {
     {"server", "http2", T_ENUM, OFF(server.http2), 0, 0, booleans, "false"},
     {"server", "drain_delay_ms", T_INT, OFF(server.drain_delay_ms), 0, 3600000, NULL, "0"},
     {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
+    {"database", "read_url", T_STRING, OFF(database.read_url), 0, 0, NULL, ""},
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 1, 64, NULL, "1"},
     {"database", "max_queued", T_INT, OFF(database.max_queued), 1, 1000000, NULL, "16384"},
     {"database", "query_timeout_ms", T_INT, OFF(database.query_timeout_ms), 10, 3600000, NULL, "5000"},

@@ -36,6 +36,7 @@ typedef struct st_preon_config_t {
     } server;
     struct {
         char *url;                  /* libpq URI or key=value string; "" = libpq's PG* variables */
+        char *read_url;             /* a second pool for reads (standbys); "" = none, reads go to url */
         int connections_per_thread; /* pipelined connections each event loop owns */
         int max_queued;             /* queries waiting or in flight per thread before 503 */
         int query_timeout_ms;       /* query at the head of a pipeline for longer than this: 504, reconnect */

@@ -28,6 +28,7 @@ typedef struct st_preon_thread_t {
     h2o_timeout_entry_t accept_pause_entry;
     int fd_warned; /* "out of file descriptors" logged once */
     preon_db_pool_t *db;
+    preon_db_pool_t *db_read; /* database.read_url's pool (reads; writes and fallback go to db), or NULL */
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;
     h2o_multithread_message_t stop_msg;
@@ -52,8 +53,10 @@ static inline preon_thread_t *preon_thread_of(h2o_req_t *req)
  * Binds the listeners, starts cfg->server.threads event loops (0: one per usable CPU) running `service`, serves until
  * SIGTERM or SIGINT, then drains (bounded by server.shutdown_timeout_ms) and returns 0; or returns a negative code
  * after printing why start-up failed. The server answers the health and metrics paths itself and counts every
- * request. Call from the main thread with `cfg` fully loaded; `cfg`, `target` and `service` are borrowed.
+ * request. Call from the main thread with `cfg` fully loaded; `cfg`, `target`, `read_target` (database.read_url's,
+ * or NULL) and `service` are borrowed.
  */
-int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_service_t *service);
+int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_db_target_t *read_target,
+                     const preon_service_t *service);
 
 #endif
