@@ -12,6 +12,8 @@
 #        deploy/stack/stack.sh urls              print the URLs (also as shell variables: `eval "$(stack.sh urls)"`)
 #        deploy/stack/stack.sh preon-start I     start preon replica I (1..8; HAProxy already knows all 8 slots)
 #        deploy/stack/stack.sh preon-stop I      SIGTERM preon replica I and wait until it has exited
+#        deploy/stack/stack.sh patroni-start I   start Patroni node I (1..3) again (it rejoins, rewound if need be)
+#        deploy/stack/stack.sh patroni-stop I    stop Patroni node I (SIGTERM: PostgreSQL shuts down fast)
 #
 # Environment: PREON_STACK_DIR (state folder, default /tmp/preon-stack), PREON_STACK_BASE (first of the ports,
 # default 27100, below the kernel's ephemeral ports; the stack uses BASE .. BASE+60), PREON_BIN (default build/preon, built if missing),
@@ -179,23 +181,28 @@ EOF
 # preon replicas: a replica is taken out at its first failed readiness check (preon turns /health/ready 503 at
 # SIGTERM and keeps accepting for server.drain_delay_ms, longer than inter + timeout), back in at its first good
 # one. A connection refused (a replica that has just gone) is retried on another replica; nothing else is retried,
-# so no request is sent twice.
-listen preon_http
+# so no request is sent twice. Readiness also fails while preon has no connection to the primary: during a
+# failover every replica is unready at once, and then the live ones still take the requests (backend preon_live),
+# so that reads are served from the standbys and writes get preon's own 503, instead of HAProxy's for everything.
+frontend preon_http
     bind 127.0.0.1:$HTTP
     mode http
-    balance roundrobin
     timeout client 30s
-    timeout server 30s
-    option httpchk GET /health/ready
-    http-check expect status 200
-    option redispatch 1
-    retries 3
-    retry-on conn-failure
-    default-server inter 500ms fall 1 rise 1
-EOF
-    for i in $(seq 1 $MAX_PREON); do echo "    server preon$i 127.0.0.1:$(preon_port "$i") check" >>"$f"; done
-    cat >>"$f" <<EOF
+    use_backend preon_live if { nbsrv(preon) lt 1 }
+    default_backend preon
 
+EOF
+    local backend check
+    for backend in preon preon_live; do
+        check=/health/ready && [ $backend = preon ] || check=/health/live
+        printf 'backend %s\n    mode http\n    balance roundrobin\n    timeout server 30s\n    option httpchk GET %s\n' \
+            "$backend" "$check" >>"$f"
+        printf '    http-check expect status 200\n    option redispatch 1\n    retries 3\n    retry-on conn-failure\n' >>"$f"
+        printf '    default-server inter 500ms fall 1 rise 1\n' >>"$f"
+        for i in $(seq 1 $MAX_PREON); do echo "    server preon$i 127.0.0.1:$(preon_port "$i") check" >>"$f"; done
+        echo >>"$f"
+    done
+    cat >>"$f" <<EOF
 listen stats
     bind 127.0.0.1:$STATS
     mode http
@@ -210,7 +217,6 @@ write_pgbouncer() {
     cat >"$S/pgbouncer/pgbouncer.ini" <<EOF
 [databases]
 preon = host=127.0.0.1 port=$RW dbname=preon user=postgres
-preon_ro = host=127.0.0.1 port=$RO dbname=preon user=postgres
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $BOUNCER
@@ -222,6 +228,10 @@ pool_mode = transaction
 default_pool_size = 20
 max_client_conn = 1000
 server_connect_timeout = 2
+; after a failover the new primary is tried again within a second (default 15 s), and a client is not kept waiting
+; for a server longer than preon's own deadlines would
+server_login_retry = 1
+query_wait_timeout = 5
 logfile = $S/pgbouncer/pgbouncer.log
 EOF
 }
@@ -245,6 +255,7 @@ preon_start() {
     start "preon$i" 0 env PREON_SERVER_LISTEN=127.0.0.1 PREON_SERVER_PORT="$port" \
         PREON_SERVER_THREADS="${PREON_STACK_THREADS:-1}" PREON_SERVER_DRAIN_DELAY_MS="${PREON_STACK_DRAIN_MS:-1500}" \
         PREON_DATABASE_URL="postgresql://postgres@127.0.0.1:$BOUNCER/preon" PREON_DATABASE_POOLER=transaction \
+        PREON_DATABASE_READ_URL="postgresql://postgres@127.0.0.1:$RO/preon" \
         PREON_DATABASE_CLIENT_CHECK_MS=0 PREON_DATABASE_CONNECTIONS_PER_THREAD=2 \
         PREON_DATABASE_RECONNECT_MAX_MS=250 PREON_DATABASE_CONNECT_TIMEOUT_MS=1000 \
         PREON_DATABASE_QUERY_TIMEOUT_MS=2000 PREON_SERVER_REQUEST_TIMEOUT_MS=3000 \
@@ -301,7 +312,6 @@ PREON_STACK_HTTP=http://127.0.0.1:$HTTP
 PREON_STACK_RW=postgresql://postgres@127.0.0.1:$RW/preon
 PREON_STACK_RO=postgresql://postgres@127.0.0.1:$RO/preon
 PREON_STACK_PGBOUNCER=postgresql://postgres@127.0.0.1:$BOUNCER/preon
-PREON_STACK_PGBOUNCER_RO=postgresql://postgres@127.0.0.1:$BOUNCER/preon_ro
 PREON_STACK_HAPROXY_STATS=http://127.0.0.1:$STATS/
 PREON_STACK_ETCD=http://127.0.0.1:$ETCD
 PREON_STACK_PATRONI="http://127.0.0.1:$(rest_port 1) http://127.0.0.1:$(rest_port 2) http://127.0.0.1:$(rest_port 3)"
@@ -390,7 +400,7 @@ status() {
     fi
     if [ -n "$(pid_of haproxy)" ]; then
         echo "HAProxy (proxy, server, status):"
-        curl -s -m 2 "http://127.0.0.1:$STATS/;csv" | cut -d, -f1,2,18 | grep -v -e '^#' -e FRONTEND -e BACKEND -e '^stats' || true
+        curl -s -m 2 "http://127.0.0.1:$STATS/;csv" | cut -d, -f1,2,18 | grep -v -e '^#' -e FRONTEND -e BACKEND -e '^stats' -e '^preon_live' || true
     fi
 }
 
@@ -401,5 +411,7 @@ case "${1:-}" in
     urls) urls ;;
     preon-start) preon_start "${2:?replica number}" ;;
     preon-stop) preon_stop "${2:?replica number}" ;;
-    *) sed -n '3,21p' "$0" >&2; exit 2 ;;
+    patroni-start) start "patroni${2:?node number}" 1 patroni "$S/pg$2/patroni.yml" ;;
+    patroni-stop) stop "patroni${2:?node number}" 60 ;;
+    *) sed -n '3,23p' "$0" >&2; exit 2 ;;
 esac
