@@ -33,7 +33,7 @@ pg_port() { echo $((B + 10 + $1)); }      # node 1..3
 rest_port() { echo $((B + 20 + $1)); }    # Patroni REST API of node 1..3
 RW=$((B + 30)) RO=$((B + 31)) STATS=$((B + 32))
 BOUNCER=$((B + 40))
-HTTP=$((B + 50))
+HTTP=$((B + 50)) HTTP_NORETRY=$((B + 49))
 preon_port() { echo $((B + 50 + $1)); }   # replica 1..8
 
 log() { printf '%s stack: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -191,13 +191,25 @@ frontend preon_http
     use_backend preon_live if { nbsrv(preon) lt 1 }
     default_backend preon
 
+# The same replicas with no retry at all, as a Kubernetes Service (kube-proxy) would route: what
+# server.drain_delay_ms alone does for a load balancer that does not retry (tests/integration/test_stack.py).
+frontend preon_http_noretry
+    bind 127.0.0.1:$HTTP_NORETRY
+    mode http
+    timeout client 30s
+    default_backend preon_noretry
+
 EOF
     local backend check
-    for backend in preon preon_live; do
-        check=/health/ready && [ $backend = preon ] || check=/health/live
+    for backend in preon preon_live preon_noretry; do
+        check=/health/ready && [ $backend != preon_live ] || check=/health/live
         printf 'backend %s\n    mode http\n    balance roundrobin\n    timeout server 30s\n    option httpchk GET %s\n' \
             "$backend" "$check" >>"$f"
-        printf '    http-check expect status 200\n    option redispatch 1\n    retries 3\n    retry-on conn-failure\n' >>"$f"
+        if [ $backend = preon_noretry ]; then
+            printf '    http-check expect status 200\n    retries 0\n' >>"$f"
+        else
+            printf '    http-check expect status 200\n    option redispatch 1\n    retries 3\n    retry-on conn-failure\n' >>"$f"
+        fi
         printf '    default-server inter 500ms fall 1 rise 1\n' >>"$f"
         for i in $(seq 1 $MAX_PREON); do echo "    server preon$i 127.0.0.1:$(preon_port "$i") check" >>"$f"; done
         echo >>"$f"
@@ -309,6 +321,7 @@ need() {
 urls() {
     cat <<EOF
 PREON_STACK_HTTP=http://127.0.0.1:$HTTP
+PREON_STACK_HTTP_NORETRY=http://127.0.0.1:$HTTP_NORETRY
 PREON_STACK_RW=postgresql://postgres@127.0.0.1:$RW/preon
 PREON_STACK_RO=postgresql://postgres@127.0.0.1:$RO/preon
 PREON_STACK_PGBOUNCER=postgresql://postgres@127.0.0.1:$BOUNCER/preon
@@ -400,7 +413,7 @@ status() {
     fi
     if [ -n "$(pid_of haproxy)" ]; then
         echo "HAProxy (proxy, server, status):"
-        curl -s -m 2 "http://127.0.0.1:$STATS/;csv" | cut -d, -f1,2,18 | grep -v -e '^#' -e FRONTEND -e BACKEND -e '^stats' -e '^preon_live' || true
+        curl -s -m 2 "http://127.0.0.1:$STATS/;csv" | cut -d, -f1,2,18 | grep -v -e '^#' -e FRONTEND -e BACKEND -e '^stats' -e '^preon_live' -e '^preon_noretry' || true
     fi
 }
 

@@ -61,6 +61,7 @@ def setUpModule():
         k, _, v = line.partition("=")
         URLS[k] = v.strip('"')
     URLS["http_port"] = int(URLS["PREON_STACK_HTTP"].rsplit(":", 1)[1])
+    URLS["noretry_port"] = int(URLS["PREON_STACK_HTTP_NORETRY"].rsplit(":", 1)[1])
     URLS["base"] = int(base)
 
 
@@ -136,8 +137,8 @@ class StackTest(unittest.TestCase):
         wait("every preon replica ready in HAProxy", lambda: all(
             haproxy_servers()[("preon", "preon%d" % i)]["status"] == "UP" for i in (1, 2)), 30)
 
-    def load(self):
-        return Load(URLS["http_port"], readers=4, writers=2)
+    def load(self, port=None):
+        return Load(port or URLS["http_port"], readers=4, writers=2)
 
     def test_a_standby_stops(self):
         node = next(i for i, r in roles().items() if r == "replica")
@@ -165,9 +166,9 @@ class StackTest(unittest.TestCase):
         self.assertGreater(reads_after, 0, st)
         self.assertGreater(on_other, 0, "no read connection moved to the other standby")
 
-    def rolling_restart(self, drain_next):
+    def rolling_restart(self, drain_next, port=None):
         """Stops and starts every replica in turn under load (each starts again with drain_next); returns the log."""
-        with self.load() as load:
+        with self.load(port) as load:
             time.sleep(1 * SLOW)
             for i in (1, 2):
                 stack("preon-stop", str(i))
@@ -179,20 +180,25 @@ class StackTest(unittest.TestCase):
         return load.log
 
     def test_b_rolling_restart(self):
+        """Through the recipe's frontend (retry-on conn-failure), then through one that never retries (as a Kubernetes
+        Service), each with the replicas' drain_delay_ms at 1500 and at 0."""
         results = {}
         for r in range(scaled(1, 3, 1)):
-            t0 = time.monotonic()
-            log = self.rolling_restart(drain_next=0)  # the replicas running now have drain_delay_ms 1500
-            results.setdefault(1500, []).append((classes(log), round(time.monotonic() - t0, 1)))
-            t0 = time.monotonic()
-            log = self.rolling_restart(drain_next=1500)  # and now they have 0
-            results.setdefault(0, []).append((classes(log), round(time.monotonic() - t0, 1)))
-        for drain, runs in results.items():
-            failed = [sum(v for k, v in st.items() if not k.endswith((" 200", " 201"))) for st, _ in runs]
-            record("stack-rolling-restart", drain_delay_ms=drain, replicas=2, rounds=len(runs), failed=failed,
-                   statuses=[st for st, _ in runs], seconds=sum(s for _, s in runs))
-        failed = [sum(v for k, v in st.items() if not k.endswith((" 200", " 201"))) for st, _ in results[1500]]
-        self.assertEqual(failed, [0] * len(failed), results)
+            for front, port in (("retry", URLS["http_port"]), ("no retry", URLS["noretry_port"])):
+                t0 = time.monotonic()
+                log = self.rolling_restart(drain_next=0, port=port)  # the replicas running now have drain_delay_ms 1500
+                results.setdefault((front, 1500), []).append((classes(log), round(time.monotonic() - t0, 1)))
+                t0 = time.monotonic()
+                log = self.rolling_restart(drain_next=1500, port=port)  # and now they have 0
+                results.setdefault((front, 0), []).append((classes(log), round(time.monotonic() - t0, 1)))
+        failed = {}
+        for (front, drain), runs in results.items():
+            failed[(front, drain)] = [sum(v for k, v in st.items() if not k.endswith((" 200", " 201"))) for st, _ in runs]
+            record("stack-rolling-restart", haproxy=front, drain_delay_ms=drain, replicas=2, rounds=len(runs),
+                   failed=failed[(front, drain)], statuses=[st for st, _ in runs], seconds=sum(s for _, s in runs))
+        # the recipe: 0 failed requests; without retries, drain_delay_ms alone must do it
+        self.assertEqual(failed[("retry", 1500)], [0] * len(results[("retry", 1500)]), results)
+        self.assertEqual(failed[("no retry", 1500)], [0] * len(results[("no retry", 1500)]), results)
 
     def test_c_scale_up(self):
         port, probe = URLS["http_port"], []
