@@ -32,7 +32,12 @@ PIPELINE_LUA = os.path.join(HERE, "pipeline.lua")
 PG_CONF = "synchronous_commit = off"
 PGSS_CONF = "shared_preload_libraries = 'pg_stat_statements'"
 TFB_DEFAULT = "/tmp/anchors/tfb-h2o"
-MEMBERS = ["preon", "tfb-h2o", "go-gin", "bare", "pgbench"]
+# preon as shipped keeps TechEmpower's rule (a Sync after every query); preon-batch shares Syncs among requests'
+# reads, "beyond TechEmpower's rules", in a column of its own. TFB h2o runs at -m1 (TechEmpower's flag, tuned for 28
+# cores), -m2 and -m4 database connections per thread: the report compares with its best per test.
+MEMBERS = ["preon", "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
+TFB_SETTINGS = {"tfb-h2o": [], "tfb-h2o-m2": ["-m2"], "tfb-h2o-m4": ["-m4"]}
+DB_TESTS = ["db", "fortunes", "queries", "updates"]
 
 
 class Http:
@@ -68,6 +73,7 @@ class Pgbench:
     """PostgreSQL's own ceiling: the test's statement, 16 per Sync in pipeline mode; queries/s = tps x 16."""
     name, serves, status = "pgbench", ("db", "fruits"), "ok"
     SCRIPTS = {"db": "world_pipe16.sql", "fruits": "fruits_pipe16.sql"}
+    PER_TX, CLIENTS = 16, 2
 
     def start(self, pgport):
         self.pgport = pgport
@@ -79,8 +85,16 @@ class Pgbench:
         return None
 
     def measure(self, test, conns, duration):
-        res = pgbench(self.pgport, os.path.join(HERE, "limit", self.SCRIPTS[test["key"]]), duration)
-        return dict(res, ok_rps=res["tps"] * 16, rps=res["tps"] * 16)
+        res = pgbench(self.pgport, os.path.join(HERE, "limit", self.SCRIPTS[test["key"]]), duration, self.CLIENTS)
+        return dict(res, ok_rps=res["tps"] * self.PER_TX, rps=res["tps"] * self.PER_TX)
+
+
+class PgbenchOne(Pgbench):
+    """PostgreSQL's own rate with one World lookup per transaction (16 clients): what a /db that keeps TechEmpower's
+    Sync after every query can at most reach."""
+    name, serves = "pgbench-one", ("db",)
+    SCRIPTS = {"db": "world_one.sql"}
+    PER_TX, CLIENTS = 1, 16
 
 
 def build_bare(build_dir):
@@ -103,14 +117,18 @@ def make_members(args):
     gin = args.go_gin or os.path.join(REPO, "bench", "peers", "go", "run.sh")
     bare = build_bare(os.path.join(REPO, "build")) if "bare" in wanted else None
 
-    def preon(pg, port):  # as scripts/run.sh runs it: config/preon.yaml, the rest from the environment
-        return Target("preon", [preon_bin, "--config", os.path.join(REPO, "config", "preon.yaml")],
-                      preon_env(pg, port, args.sync), port)
+    def preon_as(name, **extra):  # as scripts/run.sh runs it: config/preon.yaml, the rest from the environment
+        def make(pg, port):
+            env = dict(preon_env(pg, port, args.sync), **extra)
+            return Target(name, [preon_bin, "--config", os.path.join(REPO, "config", "preon.yaml")], env, port)
+        return make
 
-    def tfb_h2o(pg, port):  # the anchor's run.sh: TechEmpower's flags, on 127.0.0.1
-        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pg), PGDATABASE="preon", PGUSER="postgres")
-        return Target("tfb-h2o", [os.path.join(tfb, "run.sh"), str(port)], env, port, db_path="/db",
-                      hello_path="/plaintext")
+    def tfb_h2o(name):  # the anchor's run.sh: TechEmpower's flags, on 127.0.0.1, with -mN where asked
+        def make(pg, port):
+            env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pg), PGDATABASE="preon", PGUSER="postgres")
+            return Target(name, [os.path.join(tfb, "run.sh"), str(port)] + TFB_SETTINGS[name], env, port,
+                          db_path="/db", hello_path="/plaintext")
+        return make
 
     def go_gin(pg, port):
         env = dict(os.environ, PORT=str(port), LISTEN="127.0.0.1",
@@ -120,13 +138,19 @@ def make_members(args):
     def bare_responder(pg, port):
         return Target("bare", [bare, str(port), "2"], dict(os.environ), port, db_path="/hello")
 
-    members = [Http("preon", [t["key"] for t in TESTS], preon),
-               Http("tfb-h2o", ["plaintext", "pipelined", "json", "db", "fortunes", "queries", "updates"], tfb_h2o),
+    tfb_tests = ["plaintext", "pipelined", "json"] + DB_TESTS
+    members = [Http("preon", [t["key"] for t in TESTS], preon_as("preon")),
+               Http("preon-batch", DB_TESTS + ["fruits"],
+                    preon_as("preon-batch", PREON_DATABASE_TFB_SYNC="batch", PREON_DATABASE_SYNC="batch")),
+               Http("tfb-h2o", tfb_tests, tfb_h2o("tfb-h2o")),
+               Http("tfb-h2o-m2", DB_TESTS, tfb_h2o("tfb-h2o-m2")),
+               Http("tfb-h2o-m4", DB_TESTS, tfb_h2o("tfb-h2o-m4")),
                Http("go-gin", ["fruits", "hello"], go_gin),
                Http("bare", ["plaintext", "pipelined", "hello"], bare_responder),
-               Pgbench()]
-    absent = {"tfb-h2o": None if os.access(os.path.join(tfb, "bin", "h2o-app"), os.X_OK) and
-              os.path.isfile(os.path.join(tfb, "run.sh")) else "not built",
+               Pgbench(), PgbenchOne()]
+    tfb_built = os.access(os.path.join(tfb, "bin", "h2o-app"), os.X_OK) and os.path.isfile(os.path.join(tfb, "run.sh"))
+    absent = {"tfb-h2o": None if tfb_built else "not built", "tfb-h2o-m2": None if tfb_built else "not built",
+              "tfb-h2o-m4": None if tfb_built else "not built",
               "go-gin": None if os.path.isfile(gin) else "not available",
               "bare": None if bare or "bare" not in wanted else "not built"}
     for m in members:
@@ -158,7 +182,7 @@ def run_variant(args, members, tests, pgport):
     if not args.quick:
         for t in tests:  # warm-up: caches, plans, the World cache of TFB's entry
             for m in active:
-                if t["key"] in m.serves and m.name != "pgbench":
+                if t["key"] in m.serves and not m.name.startswith("pgbench"):
                     m.measure(t, 16, 1)
     for r in range(args.rounds):
         order = active[r % len(active):] + active[:r % len(active)]
@@ -169,7 +193,7 @@ def run_variant(args, members, tests, pgport):
                 if t["key"] not in m.serves:
                     continue
                 res = {"load": m.measure(t, t["conns"], args.duration)}
-                if m.name != "pgbench" and t["depth"] == 1:
+                if not m.name.startswith("pgbench") and t["depth"] == 1 and args.c1_duration > 0:
                     res["c1"] = m.measure(t, 1, args.c1_duration)
                 got.setdefault(t["key"], {})[m.name] = res
                 errs = res["load"].get("non2xx", 0) + res["load"].get("socket_errors", 0) + res["load"].get("failed", 0)

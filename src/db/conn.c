@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,6 +104,7 @@ static int watch_socket(preon_db_conn_t *c)
     c->sock = h2o_evloop_socket_create(c->pool->loop, dupfd, H2O_SOCKET_FLAG_DONT_READ);
     c->sock->data = c;
     c->pg_fd = fd;
+    c->cork = 0; /* a new socket: TCP, or not */
     c->pg_dev = st.st_dev;
     c->pg_ino = st.st_ino;
     /* Readability is always of interest: results while ready, the server's answers while connecting. */
@@ -673,9 +676,27 @@ static int send_query(preon_db_conn_t *c, preon_db_query_t *q)
     return 0;
 }
 
+/*
+ * libpq 15's PQpipelineSync writes at once: a Sync after every query is a send() per query. Corked, those sends only
+ * append to the socket's buffer, and the batch leaves as one segment when uncorked at the end of the write, as
+ * PQsendPipelineSync (libpq 17) and one flush would send it: PostgreSQL wakes and reads once per batch, not once per
+ * query. Only for a batch of several queries (two setsockopt calls), only on TCP (a Unix socket refuses, once).
+ */
+static int cork(preon_db_conn_t *c, int on)
+{
+    if (c->cork < 0 || (on && (c->unsent_head == NULL || c->unsent_head->_next == NULL)))
+        return 0;
+    if (setsockopt(c->pg_fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)) != 0) {
+        c->cork = -1;
+        return 0;
+    }
+    return on;
+}
+
 void preon_db_conn_send(preon_db_conn_t *c)
 {
     size_t before = c->ring_count;
+    int corked = cork(c, 1);
     /* A Sync is owed for the queries written since the last one (the open segment); `open_shared` says whether
      * another request's shared read may still join it, `continues` whether the next query is the same request's. */
     int sync_owed = 0, open_shared = 0, continues = 0;
@@ -713,6 +734,8 @@ void preon_db_conn_send(preon_db_conn_t *c)
         c->ring[(c->ring_head + c->ring_count - 1) % c->ring_cap].ends_send = 1;
         c->sends_in_flight++;
     }
+    if (corked)
+        cork(c, 0);
     flush(c);
     return;
 

@@ -33,6 +33,7 @@ typedef struct st_preon_db_conn_t {
     dev_t pg_dev;       /* ... and that socket's identity: libpq may close its socket and get a new one under */
     ino_t pg_ino;       /* the same number within one connect (next host, SSL retry) */
     int write_wait;     /* h2o_socket_notify_write pending on sock */
+    int cork;           /* -1: TCP_CORK refused (not TCP), so not tried again; else 0 */
     uint64_t state_since;
     uint64_t retry_at;
     unsigned backoff_ms;

@@ -26,6 +26,8 @@ The script is a dict (FakePG(script); change it while running with server.update
           "drop"        "rows" DataRows (default 1), then half of the next one, then the connection is closed
           "notice"      a NoticeResponse ("severity" WARNING|NOTICE, "message") before the result
           "delay"       "ms" of silence before the result
+          "close_after_sync"  the result as usual; after answering the next Sync, the connection is closed (the
+                        client's next writes meet a reset: libpq's first send may still succeed, the next fails)
   "read_only": true           in_hot_standby=on, default_transaction_read_only=on, SHOW transaction_read_only=on
   "report_read_only": false   leave those two out of ParameterStatus (libpq then asks SHOW transaction_read_only)
   "silent": true              accept connections, read and discard everything, never answer
@@ -102,6 +104,7 @@ class Conn:
         self.executes = 0
         self.skipping = False  # an error happened: discard up to Sync
         self.sync_error = None  # an error owed at the next Sync
+        self.close_after_sync = False  # close once the next Sync is answered
         self.idle_since = None
 
     # --- I/O ---
@@ -211,6 +214,8 @@ class Conn:
                                       self.sync_error.get("message", "duplicate key value violates unique constraint"))
             self.sync_error, self.skipping = None, False
             self.send(out + self.ready())
+            if self.close_after_sync:
+                raise Dropped()
             return True
         if self.skipping or kind == b"H":
             return True
@@ -285,6 +290,8 @@ class Conn:
                 return
             elif kind == "sync_error":
                 self.sync_error = fault
+            elif kind == "close_after_sync":
+                self.close_after_sync = True
             elif kind == "drop":
                 keep = fault.get("rows", 1)
                 out = head + b"".join(data_row(r) for r in rows[:keep])

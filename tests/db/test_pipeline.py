@@ -298,6 +298,54 @@ class PipelineTest(unittest.TestCase):
             s.stop()
             self.servers.remove(s)
 
+    def test_shared_read_deadlock_victim_is_sent_again_alone(self):
+        """Under database.sync: batch a read shares its Sync, and so its batch's locks, with other requests' reads: a
+        neighbour's lock can make it the deadlock victim (40P01) or fail its serialization (40001). Such a read is sent
+        once more behind a Sync of its own and answered on its own merits: a result, not a retryable error (before:
+        503). The reads beside it that had already run keep their results."""
+        for sqlstate in ("40P01", "40001"):
+            s = self.server(statements=statements(
+                fruits_all=[{"kind": "delay", "ms": 300 * SLOW, "times": 1}],
+                fruit_get=[{"kind": "error", "sqlstate": sqlstate, "message": "deadlock detected", "times": 1}]))
+            d = self.drive(s, sync="batch", pipeline_depth=1)
+            self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+            first = d.submit("fruits_all")
+            d.run(20)
+            a = d.submit("fruits_all")  # these two accumulate behind the first: one batch, one Sync
+            b = d.submit("fruit_get", 1, "7")
+            self.assertTrue(d.idle()["ok"])
+            got = {e["req"]: e["ev"] for e in d.callbacks()}
+            self.assertEqual(got, {first["req"]: "result", a["req"]: "result", b["req"]: "result"}, d.callbacks())
+            self.assertEqual(s.count_events("execute"), 4)  # fruit_get ran twice: in the batch, then alone
+            self.assertOutcomesMatch(d)
+            d.finish(self)
+            s.stop()
+            self.servers.remove(s)
+
+    def test_failed_send_loses_no_query(self):
+        """The server closes the connection right after answering a Sync while [POST, GET, POST] wait behind it
+        (pipeline_depth 1). Writing them, libpq's first send still succeeds and a later one fails. Every query still
+        gets exactly one callback at once: those written are connection-lost (502), any never written not-sent
+        (503). The defect this guards: a query taken off the unsent list before the write of the Sync in front of it
+        failed was in no list, its request waited for its timeout and the pool's queue count stayed 1 for ever. Which
+        send fails depends on when the kernel has processed the server's reset, which no test can force (here libpq's
+        sends usually all succeed and the break is found reading); the fix holds by construction: a query leaves the
+        unsent list only once libpq has taken it."""
+        s = self.server(statements=statements(fruits_all=[{"kind": "delay", "ms": 300 * SLOW, "times": 1},
+                                                           {"kind": "close_after_sync", "times": 1}]))
+        d = self.drive(s, sync="batch", pipeline_depth=1)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+        first = d.submit("fruits_all")
+        d.run(20)
+        later = [d.submit("fruit_add", 1, "A"), d.submit("fruit_get", 1, "2"), d.submit("fruit_add", 1, "B")]
+        self.assertTrue(d.idle(3000 * SLOW)["ok"], d.callbacks())
+        self.assertEqual([e["ev"] for e in d.callbacks(first["req"])], ["result"])
+        codes = [[e.get("code") for e in d.callbacks(r["req"])] for r in later]
+        self.assertTrue(all(len(c) == 1 and c[0] in ("ECONNLOST", "ENOTCONN") for c in codes), codes)
+        self.assertEqual(d.stats()["queued"], 0)
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
     def test_pipeline_depth_adds_no_wait_when_idle(self):
         """With nothing out, a query is written in the loop pass that submitted it: the server has it while its
         answer is still held back (no batching delay on an idle connection), under every depth."""
