@@ -275,9 +275,11 @@ class StackTest(unittest.TestCase):
             self.assertEqual(x["lost"], [], "answered 201 but not on the new primary")
             self.assertLess(x["recovery_s"], BOUND_S * SLOW)
             self.assertGreater(x["writes_after"], 0, "no write succeeded after the failover")
-            # reads are served by the standbys meanwhile: only those in flight on the promoted one may fail
-            self.assertLessEqual(sum(v for k, v in x["statuses"].items() if k.startswith("read ") and k != "read 200"), 4,
-                                 x["statuses"])
+            # reads are served by the standbys meanwhile: those in flight on the promoted one may fail, and those
+            # of a replica whose read connections were all there, while they reconnect (then reads fall back to the
+            # primary, which is gone): under 1 % (56 % before HAProxy fell back to live replicas)
+            reads = {k: v for k, v in x["statuses"].items() if k.startswith("read ")}
+            self.assertLess(sum(reads.values()) - reads.get("read 200", 0), 0.01 * sum(reads.values()), x["statuses"])
 
     def kill_leader(self):
         node = next(i for i, r in roles().items() if r == "leader")
