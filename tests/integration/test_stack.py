@@ -11,7 +11,7 @@ HAProxy's HTTP frontend (loopback only, bounded):
      first 200 through HAProxy (HAProxy's own counter), and the probe's p95 before and after;
   d  the Patroni leader killed (SIGKILL to its Patroni and its postmaster: the node is gone): answers by class,
      0 writes answered 201 that are not on the new primary (synchronous_mode), time from the kill to 100 % 2xx;
-     reads go on from the standbys (no read fails beyond those in flight).
+     reads go on from the standbys (under 1 % of them fail).
 
 Every figure is recorded (PREON_RECORD). Long form (PREON_SCALE=long): longer loads, 3 rolling restarts, 2 leader
 kills (the old leader rejoining in between)."""
