@@ -34,10 +34,11 @@ GOALS = [
     ("fruits", ("fruits", "go-gin"), 3.0, "≥ 3× gin"),
     ("hello", ("hello", "bare"), 0.9, "≥ 0.9× bare responder"),
 ]
-NAMES = {"preon": "preon", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
+NAMES = {"preon": "preon", "preon-c2": "preon, 2 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
          "tfb-h2o-m4": "TFB h2o -m4", "go-gin": "go-gin", "bare": "bare epoll responder", "pgbench": "pgbench ceiling",
          "pgbench-one": "pgbench, 1 query per transaction"}
 TFB = ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4")
+PREON = ("preon", "preon-c2")
 TFB_FLAG = {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m4": "-m4"}
 
 
@@ -69,19 +70,24 @@ class Table:
     def med_of(self, test, name):
         """The medians of `name` on `test`; "tfb-best" is the TFB h2o setting with the highest median."""
         by = (self.med.get(test) if test in self.med else self.fallback.get(test, {})) or {}
-        if name == "tfb-best":
-            runs = [by[n] for n in TFB if by.get(n, {}).get("rps")]
+        if name in ("tfb-best", "preon"):
+            runs = [by[n] for n in (TFB if name == "tfb-best" else PREON) if by.get(n, {}).get("rps")]
             return max(runs, key=lambda m: m["rps"]) if runs else {}
         return by.get(name, {})
 
     def rps(self, test, name):
         return self.med_of(test, name).get("rps")
 
+    def best_of(self, test, names):
+        """Which of `names` won `test` (the highest median), or None."""
+        by = (self.med.get(test) if test in self.med else self.fallback.get(test, {})) or {}
+        runs = [(by[n]["rps"], n) for n in names if by.get(n, {}).get("rps")]
+        return max(runs)[1] if runs else None
+
     def best_tfb(self, test):
         """Which -mN won `test`: "-m1", "-m2", "-m4", or None."""
-        by = (self.med.get(test) if test in self.med else self.fallback.get(test, {})) or {}
-        runs = [(by[n]["rps"], n) for n in TFB if by.get(n, {}).get("rps")]
-        return TFB_FLAG[max(runs)[1]] if runs else None
+        best = self.best_of(test, TFB)
+        return TFB_FLAG[best] if best else None
 
     def verdict(self, test, other, least):
         """met / missed only when every round's ratio falls on the same side of `least`; else within noise."""
@@ -154,7 +160,10 @@ class Table:
                 peer = self.cell(k, "tfb-best") + (" (%s)" % flag if flag and batch else "")
                 r = self.ratio(k, (k, "tfb-best"))
                 ratio = "%.2f×" % r if r else "–"
-            row = [t["label"], self.cell(k, "preon"), peer, ratio]
+            mine = self.cell(k, "preon")
+            if batch and self.best_of(k, PREON) == "preon-c2":
+                mine += " (2 connections per thread)"
+            row = [t["label"], mine, peer, ratio]
             if batch:
                 b = self.rps(k, "preon-batch")
                 cost = self.rps(k, "preon") / b if b and self.rps(k, "preon") else None

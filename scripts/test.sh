@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs every test: installs what is missing (apt-get), builds preon twice (release with -Werror, and
+# Runs every test: installs what is missing (apt-get), builds preon three times (release with -Werror,
 # ASan+UBSan), starts a private PostgreSQL in a temp folder on its own port, runs the unit and integration
 # tests against both builds with ctest, stops PostgreSQL, and ends with "N passed, N failed".
 set -euo pipefail

@@ -1,60 +1,128 @@
 /* SPDX-License-Identifier: MIT */
-#include <stdalign.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include "preon/json.h"
-#include "preon/sink.h"
 
-/*
- * jansson allocates every value (and every object's hash table) with its own malloc. Inside a scope its blocks come
- * from the request's memory pool instead, all given back at once with the request, and json_decref frees
- * nothing there. A header in front of each block says where it came from, so a value made outside any scope is
- * still freed by free(). The scope is per thread: every event loop is one thread.
- */
-static __thread h2o_mem_pool_t *scope;
-
-typedef union {
-    unsigned char from_pool;
-    max_align_t align; /* keeps what follows aligned as malloc's blocks are */
-} header_t;
-
-static void *json_alloc(size_t size)
+/* The length of the UTF-8 sequence at s[0..left), or 0 if it is not one jansson accepts (utf8.c: a lead byte of
+ * 0xC2..0xF4, continuation bytes, no overlong form, no surrogate, nothing above U+10FFFF). */
+static size_t utf8_len(const unsigned char *s, size_t left)
 {
-    header_t *h;
-    if (scope != NULL) {
-        /* h2o_mem_alloc_pool hands out unaligned bytes: ask for room to align */
-        uintptr_t raw = (uintptr_t)h2o_mem_alloc_pool(scope, sizeof(header_t) + size + alignof(max_align_t) - 1);
-        h = (header_t *)((raw + alignof(max_align_t) - 1) & ~(uintptr_t)(alignof(max_align_t) - 1));
-        h->from_pool = 1;
-    } else if ((h = malloc(sizeof(header_t) + size)) != NULL) {
-        h->from_pool = 0;
-    } else {
-        return NULL;
+    unsigned char c = s[0];
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
     }
-    return h + 1;
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
 }
 
-static void json_free(void *p)
+static int valid_utf8(const char *s, size_t len)
 {
-    if (p == NULL)
-        return;
-    header_t *h = (header_t *)p - 1;
-    if (!h->from_pool)
-        free(h);
+    for (size_t i = 0, n; i < len; i += n)
+        if ((n = utf8_len((const unsigned char *)s + i, len - i)) == 0)
+            return 0;
+    return 1;
 }
 
-void preon_json_init(void)
+int preon_json_string(preon_sink_t *out, const char *s, size_t len)
 {
-    json_set_alloc_funcs(json_alloc, json_free);
+    static const char hex[] = "0123456789ABCDEF";
+    if (!valid_utf8(s, len))
+        return -1;
+    preon_sink_append(out, "\"", 1);
+    size_t start = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[6] = {'\\', 0, '0', '0', 0, 0};
+        size_t n = 2;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        switch (c) {
+        case '"':
+        case '\\':
+            esc[1] = (char)c;
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        default:
+            esc[1] = 'u', esc[4] = hex[c >> 4], esc[5] = hex[c & 0xF], n = 6;
+            break;
+        }
+        /* Runs of plain text go in one copy; only what needs escaping is written piece by piece. */
+        preon_sink_append(out, s + start, i - start);
+        preon_sink_append(out, esc, n);
+        start = i + 1;
+    }
+    preon_sink_append(out, s + start, len - start);
+    preon_sink_append(out, "\"", 1);
+    return 0;
 }
 
-h2o_mem_pool_t *preon_json_scope(h2o_mem_pool_t *pool)
+void preon_json_int(preon_sink_t *out, long long v)
 {
-    h2o_mem_pool_t *prev = scope;
-    scope = pool;
-    return prev;
+    char buf[24];
+    int n = snprintf(buf, sizeof(buf), "%lld", v);
+    preon_sink_append(out, buf, (size_t)n);
+}
+
+int preon_json_fruit(preon_sink_t *out, long long id, const char *name, size_t len)
+{
+    if (!valid_utf8(name, len))
+        return -1;
+    preon_sink_append(out, H2O_STRLIT("{\"id\":"));
+    preon_json_int(out, id);
+    preon_sink_append(out, H2O_STRLIT(",\"name\":"));
+    preon_json_string(out, name, len);
+    preon_sink_append(out, "}", 1);
+    return 0;
+}
+
+void preon_json_world(preon_sink_t *out, long long id, long long random_number)
+{
+    preon_sink_append(out, H2O_STRLIT("{\"id\":"));
+    preon_json_int(out, id);
+    preon_sink_append(out, H2O_STRLIT(",\"randomNumber\":"));
+    preon_json_int(out, random_number);
+    preon_sink_append(out, "}", 1);
+}
+
+void preon_json_error(preon_sink_t *out, int status, const char *message)
+{
+    preon_sink_append(out, H2O_STRLIT("{\"error\":"));
+    if (preon_json_string(out, message, strlen(message)) != 0)
+        preon_sink_append(out, H2O_STRLIT("\"(message is not valid UTF-8)\""));
+    preon_sink_append(out, H2O_STRLIT(",\"status\":"));
+    preon_json_int(out, status);
+    preon_sink_append(out, "}", 1);
 }
 
 /* jansson's json_dumps mallocs; the response must live in the request's pool instead, so the output is
@@ -72,33 +140,4 @@ h2o_iovec_t preon_json_dump(json_t *value, h2o_mem_pool_t *pool)
     if (json_dump_callback(value, append, &s, JSON_COMPACT | JSON_ENCODE_ANY) != 0)
         return h2o_iovec_init(NULL, 0);
     return h2o_iovec_init(s.buf, s.len);
-}
-
-json_t *preon_json_fruit(long long id, const char *name, size_t len)
-{
-    json_t *n = json_stringn(name, len);
-    if (n == NULL)
-        return NULL;
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_integer(id));
-    json_object_set_new(o, "name", n);
-    return o;
-}
-
-json_t *preon_json_error(int status, const char *message)
-{
-    json_t *o = json_object();
-    json_t *m = json_string(message);
-    /* A database message in a non-UTF-8 locale must not leave the body without its "error" key. */
-    json_object_set_new(o, "error", m != NULL ? m : json_string("(message is not valid UTF-8)"));
-    json_object_set_new(o, "status", json_integer(status));
-    return o;
-}
-
-json_t *preon_json_world(long long id, long long random_number)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_integer(id));
-    json_object_set_new(o, "randomNumber", json_integer(random_number));
-    return o;
 }

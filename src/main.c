@@ -38,7 +38,6 @@ int main(int argc, char **argv)
                                              {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *path = NULL, *probe = NULL;
     int check = 0, opt;
-    preon_json_init(); /* before any other jansson call */
     while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':

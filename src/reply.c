@@ -63,11 +63,10 @@ void preon_reply_error(h2o_req_t *req, int status, const char *message)
 {
     if (status == 503)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
-    h2o_mem_pool_t *prev = preon_json_scope(&req->pool);
-    json_t *body = preon_json_error(status, message);
-    preon_reply_json(req, status, body);
-    json_decref(body);
-    preon_json_scope(prev);
+    preon_sink_t body;
+    preon_sink_init(&body, &req->pool, 128);
+    preon_json_error(&body, status, message);
+    preon_reply_text(req, status, H2O_STRLIT("application/json"), body.buf, body.len);
 }
 
 void preon_reply_errno(h2o_req_t *req, int err)

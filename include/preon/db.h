@@ -112,8 +112,9 @@ void preon_db_pool_close(preon_db_pool_t *pool);
 void preon_db_pool_destroy(preon_db_pool_t *pool);
 
 /**
- * Queues the `n` queries of one request, all on the same connection, for sending at the end of this loop pass,
- * with their Syncs as `sync` (a preon_sync_mode_t) says: PREON_SYNC_QUERY a Sync after each query,
+ * Queues the `n` queries of one request for sending at the end of this loop pass, all on the same connection (under
+ * PREON_SYNC_QUERY each on the least loaded one: they share no transaction), with their Syncs as `sync` (a
+ * preon_sync_mode_t) says: PREON_SYNC_QUERY a Sync after each query,
  * PREON_SYNC_REQUEST one after the last, PREON_SYNC_BATCH the reads behind a Sync shared with other requests'
  * reads. All or nothing: returns 0, after which exactly one callback of each query will run later; or, with no
  * callback ever called, PREON_ENOTCONN (no connection is ready), PREON_EQUEUEFULL (database.max_queued would be

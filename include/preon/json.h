@@ -4,37 +4,39 @@
 
 #include <h2o.h>
 #include <jansson.h>
+#include "preon/sink.h"
 
-/**
- * Routes jansson's allocations through preon's allocator: call once at start-up, before any other jansson call.
- * Without it everything still works, with a malloc per value.
+/*
+ * Answers are written as a stream into a sink in the request's pool: no JSON value is built, nothing is allocated
+ * per value and nothing needs freeing. The bytes are those jansson writes in compact mode (`{"id":1,"name":"Kiwi"}`:
+ * no spaces, keys in the order written, UTF-8 kept as is, `"` and `\` escaped, control characters as \b \f \n \r \t
+ * or \u00XX in upper-case hex, `/` not escaped), so that a client sees the same answer either way; the unit tests
+ * check that against jansson itself. jansson remains the parser of request bodies.
  */
-void preon_json_init(void);
 
 /**
- * From now on, on this thread, JSON values are made in `pool` (NULL: with malloc again), with no malloc per value;
- * json_decref frees nothing of them, the pool frees all. Returns the previous scope, to restore. A value made in a
- * scope must not outlive its pool: build, serialize and drop it within the scope.
+ * Appends `len` bytes of UTF-8 as a JSON string. Returns 0; or -1, with nothing appended, if they are not valid
+ * UTF-8 as jansson's json_stringn judges it (overlong forms, surrogates and code points above U+10FFFF refused).
  */
-h2o_mem_pool_t *preon_json_scope(h2o_mem_pool_t *pool);
+int preon_json_string(preon_sink_t *out, const char *s, size_t len);
+
+/** Appends `v` in decimal. */
+void preon_json_int(preon_sink_t *out, long long v);
+
+/** Appends one fruit row, {"id":id,"name":name}; returns -1, with nothing appended, if `name` is not valid UTF-8. */
+int preon_json_fruit(preon_sink_t *out, long long id, const char *name, size_t len);
+
+/** Appends one World row, {"id":id,"randomNumber":n}. */
+void preon_json_world(preon_sink_t *out, long long id, long long random_number);
+
+/** Appends the error body {"error":message,"status":status}; a message that is not valid UTF-8 is replaced by
+ * "(message is not valid UTF-8)" (a database message in another encoding must not lose the body's "error" key). */
+void preon_json_error(preon_sink_t *out, int status, const char *message);
 
 /**
- * Serializes `value` compactly (`{"id":1,"name":"Kiwi"}`: no spaces, keys in insertion order, UTF-8 kept as is,
- * control characters, quotes and backslashes escaped) into memory from `pool`. Borrows `value`. Returns the
- * bytes, or {NULL, 0} if jansson fails.
+ * Serializes a jansson value compactly, with the same bytes as the writers above, into memory from `pool`. Borrows
+ * `value`. Returns the bytes, or {NULL, 0} if jansson fails. For the few answers built as values (health checks).
  */
 h2o_iovec_t preon_json_dump(json_t *value, h2o_mem_pool_t *pool);
-
-/**
- * Builds the JSON object of one fruit row, {"id": id, "name": name}. `name` is `len` bytes of UTF-8. Returns a
- * new reference, or NULL if `name` is not valid UTF-8.
- */
-json_t *preon_json_fruit(long long id, const char *name, size_t len);
-
-/** Builds the JSON object of one World row, {"id": id, "randomNumber": n}. Returns a new reference. */
-json_t *preon_json_world(long long id, long long random_number);
-
-/** Builds the error body {"error": message, "status": status}. Returns a new reference. */
-json_t *preon_json_error(int status, const char *message);
 
 #endif

@@ -48,7 +48,7 @@ void preon_hist_add(preon_hist_t *dst, const preon_hist_t *src);
 #define PREON_STATUSES 16
 
 typedef struct st_preon_http_metrics_t {
-    size_t nroutes;         /* preon_nroutes + PREON_ROUTE__EXTRA */
+    size_t nroutes;         /* the service's routes + PREON_ROUTE__EXTRA (the server's own and "no route") */
     uint64_t *requests;     /* [route][method][status index] */
     preon_hist_t *duration; /* [route] */
     uint64_t conns_open;    /* accepted minus closed */

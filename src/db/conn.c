@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <openssl/ssl.h>
 #include "preon/alloc.h"
+#include "preon/assert.h"
 #include "db/internal.h"
 #include "preon/errors.h"
 #include "preon/log.h"
@@ -65,11 +66,9 @@ static void close_pg(preon_db_conn_t *c)
         PQclear(c->cur);
         c->cur = NULL;
     }
-    if (c->sync_err != NULL) {
-        PQclear(c->sync_err);
-        c->sync_err = NULL;
-    }
-    c->sync_null_ok = c->seg_failed = 0;
+    if (c->seg.sync_err != NULL)
+        PQclear(c->seg.sync_err);
+    memset(&c->seg, 0, sizeof(c->seg));
     if (c->pg != NULL) {
         PQfinish(c->pg);
         c->pg = NULL;
@@ -143,6 +142,7 @@ static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_
 
 static entry_t pop(preon_db_conn_t *c)
 {
+    PREON_ASSERT(c->ring_count > 0);
     entry_t e = c->ring[c->ring_head];
     c->ring_head = (c->ring_head + 1) % c->ring_cap;
     c->ring_count--;
@@ -436,14 +436,15 @@ static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
         return;
     }
     preon_db_query_t *q = e.q;
+    PREON_ASSERT(e.kind == ENTRY_QUERY && q != NULL && c->nqueries > 0);
     c->nqueries--;
     int failed = st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED;
-    if (failed && !c->seg_failed) {
-        c->seg_failed = 1;
-        c->seg_err = error_of(res);
-        snprintf(c->seg_why, sizeof(c->seg_why), "%s", message_of(res));
-        if (c->seg_err == PREON_EDB)
-            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, c->seg_why);
+    if (failed && !c->seg.failed) {
+        c->seg.failed = 1;
+        c->seg.err = error_of(res);
+        snprintf(c->seg.why, sizeof(c->seg.why), "%s", message_of(res));
+        if (c->seg.err == PREON_EDB)
+            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, c->seg.why);
     }
     /* A read that shared its Sync with other requests is sent once more on its own merits when it was not run
      * because a statement before it failed (maybe another request's), or when it was chosen as a deadlock victim
@@ -470,18 +471,16 @@ static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
 static void settle(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
-    PGresult *sync_err = c->sync_err;
-    int seg_failed = c->seg_failed, seg_err = c->seg_err;
-    char seg_why[sizeof(c->seg_why)];
-    memcpy(seg_why, c->seg_why, sizeof(seg_why));
+    /* Taken whole, then reset: the callbacks below may queue queries that start the next segment. */
+    segment_t seg = c->seg;
+    memset(&c->seg, 0, sizeof(c->seg));
+    PGresult *sync_err = seg.sync_err;
     const char *aborted = c->prepare_error[0] != '\0' ? c->prepare_error : "aborted by an earlier error in its pipeline";
     char aborted_why[sizeof(c->prepare_error)];
     snprintf(aborted_why, sizeof(aborted_why), "%s", aborted);
     preon_db_query_t *list = c->done_head;
     c->done_head = NULL;
     c->done_tail = &c->done_head;
-    c->sync_err = NULL;
-    c->sync_null_ok = c->seg_failed = 0;
     if (sync_err != NULL && error_of(sync_err) == PREON_EDB)
         preon_log_warn("db %s#%u: commit failed: %s", pool->tag, c->index, message_of(sync_err));
 
@@ -499,8 +498,8 @@ static void settle(preon_db_conn_t *c)
             } else {
                 preon_db_pool_fail_query(pool, q, error_of(sync_err), message_of(sync_err));
             }
-        } else if (ok && seg_failed && (q->flags & PREON_DB_WRITE)) {
-            preon_db_pool_fail_query(pool, q, seg_err, seg_why);
+        } else if (ok && seg.failed && (q->flags & PREON_DB_WRITE)) {
+            preon_db_pool_fail_query(pool, q, seg.err, seg.why);
         } else if (ok) {
             preon_db_pool_finish_query(pool, q, res);
         } else if (st == PGRES_PIPELINE_ABORTED) {
@@ -531,8 +530,8 @@ static size_t read_results(preon_db_conn_t *c)
         entry_t *head = &c->ring[c->ring_head];
         if (head->kind == ENTRY_SYNC) {
             if (r == NULL) {
-                if (c->sync_null_ok) {
-                    c->sync_null_ok = 0;
+                if (c->seg.sync_null_ok) {
+                    c->seg.sync_null_ok = 0;
                     continue;
                 }
                 preon_db_conn_fail(c, PREON_ECONNLOST, "pipeline out of step (no Sync result)");
@@ -541,15 +540,16 @@ static size_t read_results(preon_db_conn_t *c)
             if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
                 /* An error at the Sync: the implicit COMMIT failed (a deferred constraint, a serialization
                  * failure). libpq ends it with a NULL, then the Sync's own result follows. */
-                if (c->sync_err == NULL)
-                    c->sync_err = r;
+                if (c->seg.sync_err == NULL)
+                    c->seg.sync_err = r;
                 else
                     PQclear(r);
-                c->sync_null_ok = 1;
+                c->seg.sync_null_ok = 1;
                 continue;
             }
             PQclear(r);
             if (pop(c).ends_send) {
+                PREON_ASSERT(c->sends_in_flight > 0);
                 c->sends_in_flight--;
                 /* what accumulated while the batches were out goes out at the end of this pass */
                 if (c->unsent_head != NULL && preon_db_conn_may_send(c))
@@ -695,6 +695,7 @@ static int cork(preon_db_conn_t *c, int on)
 
 void preon_db_conn_send(preon_db_conn_t *c)
 {
+    PREON_ASSERT(c->state == CONN_READY && c->pg != NULL);
     size_t before = c->ring_count;
     int corked = cork(c, 1);
     /* A Sync is owed for the queries written since the last one (the open segment); `open_shared` says whether

@@ -23,6 +23,18 @@ typedef struct {
     preon_db_query_t *q;     /* ENTRY_QUERY */
 } entry_t;
 
+/*
+ * What the statements sent since the last Sync (one implicit transaction, a "segment") have come to. Filled as their
+ * results arrive, taken whole by settle() when the Sync is answered and reset there or when the connection closes.
+ */
+typedef struct {
+    PGresult *sync_err; /* an error that arrived at the Sync: the COMMIT failed */
+    int sync_null_ok;   /* libpq ends that error with a NULL before PGRES_PIPELINE_SYNC */
+    int failed;         /* a statement failed: the transaction rolled back */
+    int err;            /* ... with this error code */
+    char why[256];      /* ... and this message */
+} segment_t;
+
 typedef struct st_preon_db_conn_t {
     preon_db_pool_t *pool;
     unsigned index;
@@ -51,11 +63,7 @@ typedef struct st_preon_db_conn_t {
     /* Queries whose results are in, waiting for their Sync's answer (the implicit COMMIT), oldest first; each
      * holds its PGresult in q->_res. */
     preon_db_query_t *done_head, **done_tail;
-    PGresult *sync_err;      /* an error that arrived at the Sync: the COMMIT failed */
-    int sync_null_ok;        /* libpq ends that error with a NULL before PGRES_PIPELINE_SYNC */
-    int seg_failed;          /* a statement since the last Sync failed: its transaction rolled back */
-    int seg_err;             /* ... with this error code */
-    char seg_why[256];       /* ... and this message */
+    segment_t seg;           /* what the statements since the last Sync came to */
     char server_said[256];   /* the last FATAL the server sent (as a notice, on an idle connection) */
     unsigned host_start;     /* multi-host URLs: the host the next connect starts at */
     unsigned hosts_passed;   /* hosts timed out or refused since the last back-off, to back off once all were */

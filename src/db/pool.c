@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "preon/alloc.h"
+#include "preon/assert.h"
 #include "db/internal.h"
 #include "preon/errors.h"
 #include "preon/log.h"
@@ -127,6 +128,10 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
     uint64_t now = preon_now_ns();
     for (size_t i = 0; i < n; i++) {
         preon_db_query_t *q = qs[i];
+        /* With a Sync after every query no two share a transaction: each may go to the least loaded connection, so
+         * that the many queries of one request (/queries=20) keep every backend busy. Otherwise they stay together. */
+        if (sync == PREON_SYNC_QUERY && i > 0)
+            c = pick(pool);
         q->_resent = 0;
         q->_res = NULL;
         q->_queued_ns = now;
@@ -160,6 +165,7 @@ const char *const preon_db_outcome_names[PREON_DB_OUTCOMES] = {"ok",      "error
 /* Counts a finished query: its outcome and its time from submit to answer. */
 static void account(preon_db_pool_t *pool, const preon_db_query_t *q, preon_db_outcome_t outcome)
 {
+    PREON_ASSERT(pool->queued > 0 && q->stmt < pool->nstmts);
     preon_counter_add(&pool->queued, (uint64_t)-1);
     preon_counter_add(&pool->outcomes[q->stmt][outcome], 1);
     preon_hist_observe(&pool->durations[q->stmt], preon_now_ns() - q->_queued_ns);

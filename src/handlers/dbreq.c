@@ -3,6 +3,7 @@
 #include <string.h>
 #include "preon/alloc.h"
 #include "preon/app.h"
+#include "preon/assert.h"
 #include "preon/errors.h"
 #include "preon/reply.h"
 
@@ -46,6 +47,7 @@ static void on_guard_dispose(void *_guard)
 
 preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, const preon_dbreq_ops_t *ops)
 {
+    PREON_ASSERT(n >= 1 && n <= PREON_DBREQ_MAX); /* preon_dbreq_run fills a stack array of PREON_DBREQ_MAX */
     preon_dbreq_t *r = preon_calloc(1, sizeof(*r) + n * sizeof(slot_t) + datasize);
     r->req = req;
     r->thr = preon_thread_of(req);
@@ -89,6 +91,7 @@ void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev)
 
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params)
 {
+    PREON_ASSERT(i < r->n && nparams >= 0 && nparams <= PREON_DB_MAX_PARAMS);
     slot_t *s = &r->slots[i];
     size_t total = 0;
     for (int k = 0; k < nparams; k++)
@@ -133,6 +136,7 @@ static void complete(preon_dbreq_t *r)
         else
             r->ops->on_done(r, req);
     }
+    PREON_ASSERT(r->thr->pending > 0);
     r->thr->pending--;
     destroy(r);
 }
@@ -151,6 +155,7 @@ static void on_result(preon_db_query_t *q, const preon_db_result_t *res)
     preon_dbreq_t *r = s->owner;
     if (r->req != NULL && r->fail_status == 0)
         r->ops->on_result(r, s->index, res);
+    PREON_ASSERT(r->pending > 0);
     if (--r->pending == 0)
         complete(r);
 }
@@ -168,6 +173,7 @@ static void on_error(preon_db_query_t *q, int err, const char *detail)
             snprintf(msg, sizeof(msg), "%s", preon_strerror(err));
         preon_dbreq_fail(r, preon_err_http_status(err), msg);
     }
+    PREON_ASSERT(r->pending > 0);
     if (--r->pending == 0)
         complete(r);
 }

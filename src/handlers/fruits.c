@@ -6,23 +6,23 @@
 #include "preon/params.h"
 #include "preon/reply.h"
 
-/* What a fruits query leaves for on_done: the JSON answer, already serialized into the request's pool (the
- * values are built there too, and dropped as soon as they are written out), the row's id for a Location header,
- * and for writes how many rows the statement touched. Nothing here needs freeing. */
+/* What a fruits query leaves for on_done: the JSON answer, already written into the request's pool, the row's id
+ * for a Location header, and for writes how many rows the statement touched. Nothing here needs freeing. */
 typedef struct {
     h2o_iovec_t body; /* {NULL, 0}: no row */
     long long id;
     long affected;
 } fruits_data_t;
 
-/* Builds the JSON object of result row `row` (id, name); NULL if the name is not valid UTF-8. */
-static json_t *fruit_of(const preon_db_result_t *res, int row, long long *id)
+/* Writes result row `row` (id, name) as a JSON object into `out`; -1 (nothing written) if the name is not valid
+ * UTF-8. */
+static int put_fruit(preon_sink_t *out, const preon_db_result_t *res, int row, long long *id)
 {
     size_t idlen, namelen;
     const char *idtext = preon_db_result_value(res, row, 0, &idlen);
     const char *name = preon_db_result_value(res, row, 1, &namelen);
     *id = strtoll(idtext, NULL, 10);
-    return preon_json_fruit(*id, name != NULL ? name : "", namelen);
+    return preon_json_fruit(out, *id, name != NULL ? name : "", namelen);
 }
 
 static void on_done(preon_dbreq_t *r, h2o_req_t *req)
@@ -34,51 +34,39 @@ static void on_done(preon_dbreq_t *r, h2o_req_t *req)
         preon_reply_text(req, 200, H2O_STRLIT("application/json"), d->body.base, d->body.len);
 }
 
-/* Serializes `value` (taking it) into the request's pool as the answer; on_result runs only while the request is
- * open. */
-static void keep(preon_dbreq_t *r, json_t *value)
-{
-    fruits_data_t *d = preon_dbreq_data(r);
-    d->body = preon_json_dump(value, &preon_dbreq_req(r)->pool);
-    json_decref(value);
-    if (d->body.base == NULL)
-        preon_dbreq_fail(r, 500, "response could not be encoded");
-}
-
 static void on_list(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 {
+    fruits_data_t *d = preon_dbreq_data(r);
     int rows = preon_db_result_rows(res);
     long long id;
+    preon_sink_t out;
     (void)index;
-    h2o_mem_pool_t *prev = preon_json_scope(&preon_dbreq_req(r)->pool);
-    json_t *list = json_array();
+    preon_sink_init(&out, &preon_dbreq_req(r)->pool, 32 * (size_t)rows + 2);
+    preon_sink_append(&out, "[", 1);
     for (int i = 0; i < rows; i++) {
-        json_t *f = fruit_of(res, i, &id);
-        if (f == NULL) {
-            json_decref(list);
+        if (i > 0)
+            preon_sink_append(&out, ",", 1);
+        if (put_fruit(&out, res, i, &id) != 0) {
             preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
-            preon_json_scope(prev);
             return;
         }
-        json_array_append_new(list, f);
     }
-    keep(r, list);
-    preon_json_scope(prev);
+    preon_sink_append(&out, "]", 1);
+    d->body = h2o_iovec_init(out.buf, out.len);
 }
 
 static void on_one(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 {
     fruits_data_t *d = preon_dbreq_data(r);
+    preon_sink_t out;
     (void)index;
     if (preon_db_result_rows(res) == 0)
         return;
-    h2o_mem_pool_t *prev = preon_json_scope(&preon_dbreq_req(r)->pool);
-    json_t *f = fruit_of(res, 0, &d->id);
-    if (f == NULL)
+    preon_sink_init(&out, &preon_dbreq_req(r)->pool, 64);
+    if (put_fruit(&out, res, 0, &d->id) != 0)
         preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
     else
-        keep(r, f);
-    preon_json_scope(prev);
+        d->body = h2o_iovec_init(out.buf, out.len);
 }
 
 /* Parses the {id} segment; answers 400 itself and returns 0 when it is not a positive 32-bit integer. */

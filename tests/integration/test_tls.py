@@ -122,6 +122,74 @@ class RecordProxy:
         self.listener.close()
 
 
+class HoldbackProxy:
+    """A plain TCP relay between preon and the TLS cluster (TLS stays end to end) that, once armed, forwards the next
+    TLS application-data record from the server without its last 8 bytes, and the rest only when released (or after
+    `hold_s`): OpenSSL then holds the first bytes of a record whose rest is late. The server's stream is the SSLRequest
+    answer ('S', one byte), then records: a 5-byte header (type, version, length) and `length` bytes."""
+
+    def __init__(self, upstream_port, hold_s):
+        self.upstream, self.hold_s = upstream_port, hold_s
+        self.armed, self.holding, self.release = threading.Event(), threading.Event(), threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.stop = threading.Event()
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        self.listener.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self.relay, args=(client,), daemon=True).start()
+
+    def from_server(self, client, data, state):
+        """Forwards what came from the server, record by record; state = [buffer, SSLRequest answered]."""
+        state[0] += data
+        if not state[1] and state[0]:
+            client.sendall(state[0][:1])
+            state[0], state[1] = state[0][1:], True
+        while len(state[0]) >= 5:
+            kind, length = state[0][0], struct.unpack("!H", state[0][3:5])[0]
+            if len(state[0]) < 5 + length:
+                return
+            record, state[0] = state[0][:5 + length], state[0][5 + length:]
+            if kind == 23 and length > 8 and self.armed.is_set():
+                self.armed.clear()
+                client.sendall(record[:-8])
+                self.holding.set()
+                self.release.wait(self.hold_s)
+                client.sendall(record[-8:])
+            else:
+                client.sendall(record)
+
+    def relay(self, client):
+        up = socket.create_connection(("127.0.0.1", self.upstream))
+        state = [b"", False]
+        try:
+            while not self.stop.is_set():
+                for r in select.select([client, up], [], [], 0.2)[0]:
+                    data = r.recv(65536)
+                    if not data:
+                        return
+                    if r is client:
+                        up.sendall(data)
+                    else:
+                        self.from_server(client, data, state)
+        except OSError:
+            pass
+        finally:
+            client.close()
+            up.close()
+
+    def close(self):
+        self.stop.set()
+        self.release.set()
+        self.listener.close()
+
+
 class TlsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -214,6 +282,32 @@ class TlsTest(unittest.TestCase):
 
     def test_plain_connection_is_refused_by_hba(self):
         self.assert_refused(self.url(sslmode="disable", sslrootcert=None), "no encryption")
+
+    def test_partial_record_does_not_freeze_the_thread(self):
+        """The first bytes of a TLS record arrive and the rest is late (a slow link, a proxy holding a segment).
+        OpenSSL holds those bytes and SSL_has_pending() says so, but no read can take them before the rest arrives:
+        preon read on while it was true, at 99 % of a core, and the thread answered nothing (not /hello, not its
+        timeouts, not SIGTERM) for as long as the rest was late. Now the thread keeps serving, and the held query
+        ends at the request's deadline (504)."""
+        proxy = HoldbackProxy(self.port, hold_s=8 * SLOW)
+        try:
+            with self.run_preon(self.url(port=proxy.port), server_threads=1, server_request_timeout_ms=1500 * SLOW,
+                                database_query_timeout_ms=60000).start() as p:
+                answer = {}
+                proxy.armed.set()
+                t = threading.Thread(target=lambda: answer.update(db=p.request("GET", "/db", timeout=30 * SLOW)))
+                t.start()
+                self.assertTrue(proxy.holding.wait(10 * SLOW), "the proxy never held a record")
+                began = time.monotonic()
+                self.assertEqual(p.request("GET", "/hello", timeout=3 * SLOW)[0], 200)
+                t.join(10 * SLOW)
+                self.assertEqual(answer.get("db", (None,))[0], 504, answer)
+                self.assertLess(time.monotonic() - began, 5 * SLOW, "the held query outlived its deadline")
+                proxy.release.set()
+                self.assertEqual(p.request("GET", "/hello")[0], 200)
+                self.assertEqual(p.stop(), 0)
+        finally:
+            proxy.close()
 
     def test_full_size_records(self):
         """Through a TLS front that writes 16 KiB records, one request at a time: a read that stalled on data held
