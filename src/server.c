@@ -55,8 +55,9 @@ static unsigned own_route(const preon_config_t *cfg, h2o_iovec_t path)
     return PREON_ROUTE__EXTRA;
 }
 
-/* A copy, in the request's pool, of every thread's counters summed: what the health and metrics answers read. The
- * pools and counters it reads live until every thread has joined, and are read with relaxed atomic loads. */
+/* A copy, in the request's pool, of every thread's counters summed: what the health and metrics answers read. It reads
+ * only the server's own blocks (HTTP counters, each pool's counters), which live until every thread has joined, with
+ * relaxed atomic loads: never another thread's pool, which its thread frees when it ends. */
 static preon_snapshot_t *take_snapshot(h2o_req_t *req)
 {
     preon_snapshot_t *s = h2o_mem_alloc_pool(&req->pool, sizeof(*s));
@@ -69,10 +70,9 @@ static preon_snapshot_t *take_snapshot(h2o_req_t *req)
     for (unsigned t = 0; t < nthreads; t++) {
         preon_db_stats_t st;
         preon_snapshot_add_http(s, &threads[t].http);
-        preon_db_pool_collect(threads[t].db, s->queries, s->query_durations);
-        if (threads[t].db_read != NULL)
-            preon_db_pool_collect(threads[t].db_read, s->queries, s->query_durations);
-        preon_db_pool_stats(threads[t].db, &st);
+        preon_db_counters_collect(&threads[t].db_counters, s->queries, s->query_durations);
+        preon_db_counters_read(&threads[t].db_counters, &st);
+        preon_db_counters_collect(&threads[t].db_read_counters, s->queries, s->query_durations);
         s->db.queued += st.queued, s->db.ready += st.ready, s->db.connecting += st.connecting, s->db.total += st.total;
         s->db.reconnects += st.reconnects, s->db.rejected_full += st.rejected_full, s->db.rejected_down += st.rejected_down;
         s->threads_without_db += st.ready == 0;
@@ -295,8 +295,8 @@ static void *thread_main(void *arg)
      * answers, and the last ones written above, reach the clients. */
     if (thr->pending != 0)
         preon_log_warn("thread %u: %zu requests still waiting at shutdown; answering 503", thr->index, thr->pending);
-    /* Closed, not freed: other threads read every pool for /metrics and readiness until all have joined, and a
-     * request reaching this thread in the grace below is refused with 503. The main thread frees it. */
+    /* Closed: a request reaching this thread in the grace below is refused with 503. Freed after the last loop pass;
+     * scrapes on other threads read only its counters, which the server keeps until every thread has joined. */
     preon_db_pool_close(thr->db);
     if (thr->db_read != NULL)
         preon_db_pool_close(thr->db_read);
@@ -309,6 +309,9 @@ static void *thread_main(void *arg)
     h2o_timeout_dispose(thr->loop, &thr->accept_pause);
     service->thread_dispose(thr->app);
     thr->app = NULL;
+    preon_db_pool_destroy(thr->db);
+    preon_db_pool_destroy(thr->db_read);
+    thr->db = thr->db_read = NULL;
     preon_log_detach();
     return NULL;
 }
@@ -397,10 +400,14 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
     h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
     thr->accept_pause_entry.cb = on_accept_resume;
-    thr->db = preon_db_pool_create(thr->loop, cfg, target, service->statements, service->nstatements, tag);
+    preon_db_counters_init(&thr->db_counters, service->nstatements);
+    thr->db = preon_db_pool_create(thr->loop, cfg, target, service->statements, service->nstatements, &thr->db_counters,
+                                   tag);
+    preon_db_counters_init(&thr->db_read_counters, service->nstatements);
     if (read_target != NULL) {
         snprintf(tag, sizeof(tag), "r%u", index);
-        thr->db_read = preon_db_pool_create(thr->loop, cfg, read_target, service->statements, service->nstatements, tag);
+        thr->db_read = preon_db_pool_create(thr->loop, cfg, read_target, service->statements, service->nstatements,
+                                            &thr->db_read_counters, tag);
     }
     thr->app = service->thread_init(index);
     return 0;
@@ -442,11 +449,10 @@ static void join_threads(const sigset_t *set)
             exit_on_signal(set, 0);
         }
     }
-    /* Only now: until every thread had joined, any of them could read every pool for a scrape. */
+    /* Only now: until every thread had joined, any of them could read every thread's counters for a scrape. */
     for (unsigned i = 0; i < nthreads; i++) {
-        preon_db_pool_destroy(threads[i].db);
-        preon_db_pool_destroy(threads[i].db_read);
-        threads[i].db = threads[i].db_read = NULL;
+        preon_db_counters_dispose(&threads[i].db_counters);
+        preon_db_counters_dispose(&threads[i].db_read_counters);
         preon_http_metrics_dispose(&threads[i].http);
     }
 }

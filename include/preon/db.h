@@ -64,7 +64,7 @@ struct st_preon_db_query_t {
     unsigned char _resent;
 };
 
-/** Counters of one pool, read by the server for logs and readiness. */
+/** Counters of one pool, as preon_db_counters_read gives them, for metrics and readiness. */
 typedef struct st_preon_db_stats_t {
     size_t queued;          /* accepted and not yet answered */
     unsigned ready;         /* connections able to take queries */
@@ -74,6 +74,41 @@ typedef struct st_preon_db_stats_t {
     uint64_t rejected_full; /* submits refused with PREON_EQUEUEFULL (each one request's 503) */
     uint64_t rejected_down; /* submits refused with PREON_ENOTCONN */
 } preon_db_stats_t;
+
+/** How a query ended, for preon_db_queries_total{outcome}. */
+typedef enum {
+    PREON_DB_OUTCOME_OK,
+    PREON_DB_OUTCOME_ERROR,
+    PREON_DB_OUTCOME_CONFLICT,
+    PREON_DB_OUTCOME_RETRY,
+    PREON_DB_OUTCOME_TIMEOUT,
+    PREON_DB_OUTCOME_CONNLOST,
+    PREON_DB_OUTCOME_NOTSENT,
+    PREON_DB_OUTCOMES
+} preon_db_outcome_t;
+extern const char *const preon_db_outcome_names[PREON_DB_OUTCOMES];
+
+/**
+ * What a pool counts, in memory its owner gives it (the server's, one block per thread) so that a scrape on any thread
+ * reads this block and never the pool: a pool lives and dies on its own thread. The owner thread writes with relaxed
+ * atomics (preon_counter_add); any thread reads with preon_db_counters_read and preon_db_counters_collect.
+ */
+typedef struct st_preon_db_counters_t {
+    uint64_t queued, reconnects, rejected_full, rejected_down;
+    uint64_t ready, connecting, total;       /* connections by state */
+    uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
+    preon_hist_t *durations;                 /* [statement], from submit to callback */
+    size_t nstatements;
+} preon_db_counters_t;
+
+/** Zeroes a block for `nstatements` statements. Pair with preon_db_counters_dispose. */
+void preon_db_counters_init(preon_db_counters_t *c, size_t nstatements);
+/** Frees what init allocated. Accepts a block that was never initialised (all zero). */
+void preon_db_counters_dispose(preon_db_counters_t *c);
+/** Fills `*st` from the block. Any thread. */
+void preon_db_counters_read(const preon_db_counters_t *c, preon_db_stats_t *st);
+/** Adds the per-statement counters into `queries` ([statement][outcome]) and `durations` ([statement]). Any thread. */
+void preon_db_counters_collect(const preon_db_counters_t *c, uint64_t (*queries)[PREON_DB_OUTCOMES], preon_hist_t *durations);
 
 /** Where the pools connect: database.url parsed once, its host name resolved once. Shared read-only by all pools. */
 typedef struct st_preon_db_target_t preon_db_target_t;
@@ -91,24 +126,21 @@ void preon_db_target_destroy(preon_db_target_t *t);
 
 /**
  * Creates a pool on `loop` and starts connecting its connections in the background (a database that is down
- * is not an error: the pool keeps retrying with back-off). `cfg`, `target` and `statements` are borrowed for
- * the pool's lifetime. `tag` names the pool in logs.
+ * is not an error: the pool keeps retrying with back-off). `cfg`, `target`, `statements` and `counters` (initialised
+ * for `nstatements`, where the pool counts) are borrowed for the pool's lifetime. `tag` names the pool in logs.
  */
 preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
-                                      const preon_db_statement_t *statements, size_t nstatements, const char *tag);
+                                      const preon_db_statement_t *statements, size_t nstatements,
+                                      preon_db_counters_t *counters, const char *tag);
 
 /**
  * Fails every query still queued with PREON_ESHUTDOWN (their callbacks run before this returns) and closes the
- * connections; from then on submits return PREON_ESHUTDOWN, while preon_db_pool_stats and preon_db_pool_collect
- * (from any thread) still read the final counters. Call on the owner thread, with its loop still to run once (the
- * sockets close there). Idempotent.
+ * connections; from then on submits return PREON_ESHUTDOWN. Call on the owner thread, with its loop still to run
+ * once (the sockets close there). Idempotent.
  */
 void preon_db_pool_close(preon_db_pool_t *pool);
 
-/**
- * Frees the pool, closing it first if that was not done. Once closed, any thread may free it, provided no other
- * thread reads it any more (the server frees every pool after joining every loop thread). Accepts NULL.
- */
+/** Frees the pool, closing it first if that was not done. Owner thread. Accepts NULL. */
 void preon_db_pool_destroy(preon_db_pool_t *pool);
 
 /**
@@ -123,27 +155,8 @@ void preon_db_pool_destroy(preon_db_pool_t *pool);
  */
 int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n, int sync);
 
-/** Fills `*st` with the pool's counters. Any thread (relaxed reads of the owner's values). */
-void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st);
 
-/** How a query ended, for preon_db_queries_total{outcome}. */
-typedef enum {
-    PREON_DB_OUTCOME_OK,
-    PREON_DB_OUTCOME_ERROR,
-    PREON_DB_OUTCOME_CONFLICT,
-    PREON_DB_OUTCOME_RETRY,
-    PREON_DB_OUTCOME_TIMEOUT,
-    PREON_DB_OUTCOME_CONNLOST,
-    PREON_DB_OUTCOME_NOTSENT,
-    PREON_DB_OUTCOMES
-} preon_db_outcome_t;
-extern const char *const preon_db_outcome_names[PREON_DB_OUTCOMES];
 
-/**
- * Adds the pool's per-statement counters into `queries` ([statement][outcome]) and `durations` ([statement],
- * from submit to callback), both sized by the statement count. Any thread (relaxed reads).
- */
-void preon_db_pool_collect(const preon_db_pool_t *pool, uint64_t (*queries)[PREON_DB_OUTCOMES], preon_hist_t *durations);
 
 /** Rows in a result. */
 int preon_db_result_rows(const preon_db_result_t *res);

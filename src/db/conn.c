@@ -22,10 +22,22 @@
 static void on_read(h2o_socket_t *sock, const char *err);
 static void on_write(h2o_socket_t *sock, const char *err);
 
-/* The state is read by scrapes and readiness checks on other threads. */
+/* Every change of state goes through here, so that the pool's counters by state (what scrapes and readiness checks
+ * on other threads read) stay right. */
 static void set_state(preon_db_conn_t *c, conn_state_t state)
 {
-    __atomic_store_n(&c->state, state, __ATOMIC_RELAXED);
+    preon_db_counters_t *n = c->pool->counters;
+    if (c->state == state)
+        return;
+    if (c->state == CONN_READY)
+        preon_counter_add(&n->ready, (uint64_t)-1);
+    else if (c->state == CONN_CONNECTING)
+        preon_counter_add(&n->connecting, (uint64_t)-1);
+    if (state == CONN_READY)
+        preon_counter_add(&n->ready, 1);
+    else if (state == CONN_CONNECTING)
+        preon_counter_add(&n->connecting, 1);
+    c->state = state;
 }
 
 static uint64_t now_ms(const preon_db_conn_t *c)
@@ -307,7 +319,7 @@ static void become_ready(preon_db_conn_t *c)
     c->state_since = now_ms(c);
     c->backoff_ms = pool->cfg->database.reconnect_min_ms;
     if (c->ever_ready)
-        preon_counter_add(&pool->reconnects, 1);
+        preon_counter_add(&pool->counters->reconnects, 1);
     c->ever_ready = 1;
     c->down_logged = 0;
     c->hosts_passed = 0;

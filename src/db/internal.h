@@ -38,7 +38,7 @@ typedef struct {
 typedef struct st_preon_db_conn_t {
     preon_db_pool_t *pool;
     unsigned index;
-    conn_state_t state; /* written by the owner with __atomic_store_n (set_state), read by scrapes */
+    conn_state_t state; /* changed only by set_state, which keeps the pool's counters by state */
     PGconn *pg;
     h2o_socket_t *sock; /* owns a dup() of PQsocket(pg), so that h2o's close does not close libpq's fd */
     int pg_fd;          /* the PQsocket() value `sock` duplicates; libpq may change it while connecting */
@@ -80,12 +80,8 @@ struct st_preon_db_pool_t {
     char tag[32];
     preon_db_conn_t *conns;
     unsigned nconns;
-    uint64_t queued;                         /* owner writes with preon_counter_add; scrapes read */
-    uint64_t reconnects;                     /* likewise */
-    uint64_t rejected_full;                  /* submits refused: database.max_queued reached (backpressure) */
-    uint64_t rejected_down;                  /* submits refused: no connection ready */
-    uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
-    preon_hist_t *durations;                 /* [statement] */
+    preon_db_counters_t *counters; /* the owner's: everything a scrape reads (never the pool itself) */
+    size_t queued;                 /* accepted and not yet answered (also in counters->queued) */
     h2o_timeout_t zero_timeout; /* fires at the end of the loop pass: the batch is sent then */
     h2o_timeout_entry_t flush_entry;
     h2o_timeout_t tick_timeout; /* drives back-off, connect and query timeouts */

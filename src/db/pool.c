@@ -24,9 +24,27 @@ static uint64_t tick_ms(const preon_config_t *cfg)
     return t < 5 ? 5 : t > 100 ? 100 : (uint64_t)t;
 }
 
-preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
-                                      const preon_db_statement_t *statements, size_t nstatements, const char *tag)
+void preon_db_counters_init(preon_db_counters_t *c, size_t nstatements)
 {
+    memset(c, 0, sizeof(*c));
+    c->nstatements = nstatements;
+    c->outcomes = preon_calloc(nstatements ? nstatements : 1, sizeof(*c->outcomes));
+    c->durations = preon_calloc(nstatements ? nstatements : 1, sizeof(*c->durations));
+}
+
+void preon_db_counters_dispose(preon_db_counters_t *c)
+{
+    free(c->outcomes);
+    free(c->durations);
+    c->outcomes = NULL;
+    c->durations = NULL;
+}
+
+preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
+                                      const preon_db_statement_t *statements, size_t nstatements,
+                                      preon_db_counters_t *counters, const char *tag)
+{
+    PREON_ASSERT(counters->nstatements == nstatements);
     preon_db_pool_t *pool = preon_calloc(1, sizeof(*pool));
     pool->loop = loop;
     pool->cfg = cfg;
@@ -41,9 +59,9 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
     pool->tick_entry.cb = on_tick;
     h2o_timeout_link(loop, &pool->tick_timeout, &pool->tick_entry);
 
-    pool->outcomes = preon_calloc(nstatements ? nstatements : 1, sizeof(*pool->outcomes));
-    pool->durations = preon_calloc(nstatements ? nstatements : 1, sizeof(*pool->durations));
+    pool->counters = counters;
     pool->nconns = (unsigned)cfg->database.connections_per_thread;
+    preon_counter_add(&counters->total, pool->nconns);
     pool->conns = preon_calloc(pool->nconns, sizeof(*pool->conns));
     for (unsigned i = 0; i < pool->nconns; i++)
         preon_db_conn_init(&pool->conns[i], pool, i);
@@ -73,9 +91,8 @@ void preon_db_pool_destroy(preon_db_pool_t *pool)
     if (pool == NULL)
         return;
     preon_db_pool_close(pool);
+    preon_counter_add(&pool->counters->total, (uint64_t) - (int64_t)pool->nconns);
     free(pool->conns);
-    free(pool->outcomes);
-    free(pool->durations);
     free(pool);
 }
 
@@ -117,12 +134,12 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
     if (pool->closed)
         return PREON_ESHUTDOWN;
     if (pool->queued + n > (size_t)pool->cfg->database.max_queued) {
-        preon_counter_add(&pool->rejected_full, 1);
+        preon_counter_add(&pool->counters->rejected_full, 1);
         return PREON_EQUEUEFULL;
     }
     preon_db_conn_t *c = pick(pool);
     if (c == NULL) {
-        preon_counter_add(&pool->rejected_down, 1);
+        preon_counter_add(&pool->counters->rejected_down, 1);
         return PREON_ENOTCONN;
     }
     uint64_t now = preon_now_ns();
@@ -144,7 +161,8 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
             q->flags |= PREON_DB_SHARED;
         enqueue(c, q);
     }
-    preon_counter_add(&pool->queued, n);
+    pool->queued += n;
+    preon_counter_add(&pool->counters->queued, n);
     return 0;
 }
 
@@ -166,9 +184,10 @@ const char *const preon_db_outcome_names[PREON_DB_OUTCOMES] = {"ok",      "error
 static void account(preon_db_pool_t *pool, const preon_db_query_t *q, preon_db_outcome_t outcome)
 {
     PREON_ASSERT(pool->queued > 0 && q->stmt < pool->nstmts);
-    preon_counter_add(&pool->queued, (uint64_t)-1);
-    preon_counter_add(&pool->outcomes[q->stmt][outcome], 1);
-    preon_hist_observe(&pool->durations[q->stmt], preon_now_ns() - q->_queued_ns);
+    pool->queued--;
+    preon_counter_add(&pool->counters->queued, (uint64_t)-1);
+    preon_counter_add(&pool->counters->outcomes[q->stmt][outcome], 1);
+    preon_hist_observe(&pool->counters->durations[q->stmt], preon_now_ns() - q->_queued_ns);
 }
 
 void preon_db_pool_fail_query(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail)
@@ -189,12 +208,12 @@ void preon_db_pool_finish_query(preon_db_pool_t *pool, preon_db_query_t *q, cons
     q->on_result(q, (const preon_db_result_t *)res);
 }
 
-void preon_db_pool_collect(const preon_db_pool_t *pool, uint64_t (*queries)[PREON_DB_OUTCOMES], preon_hist_t *durations)
+void preon_db_counters_collect(const preon_db_counters_t *c, uint64_t (*queries)[PREON_DB_OUTCOMES], preon_hist_t *durations)
 {
-    for (size_t s = 0; s < pool->nstmts; s++) {
+    for (size_t s = 0; s < c->nstatements; s++) {
         for (int o = 0; o < PREON_DB_OUTCOMES; o++)
-            queries[s][o] += preon_counter_read(&pool->outcomes[s][o]);
-        preon_hist_add(&durations[s], &pool->durations[s]);
+            queries[s][o] += preon_counter_read(&c->outcomes[s][o]);
+        preon_hist_add(&durations[s], &c->durations[s]);
     }
 }
 
@@ -237,17 +256,14 @@ static void on_tick(h2o_timeout_entry_t *entry)
     h2o_timeout_link(pool->loop, &pool->tick_timeout, &pool->tick_entry);
 }
 
-void preon_db_pool_stats(const preon_db_pool_t *pool, preon_db_stats_t *st)
+void preon_db_counters_read(const preon_db_counters_t *c, preon_db_stats_t *st)
 {
     memset(st, 0, sizeof(*st));
-    st->queued = (size_t)preon_counter_read(&pool->queued);
-    st->total = pool->nconns;
-    st->reconnects = preon_counter_read(&pool->reconnects);
-    st->rejected_full = preon_counter_read(&pool->rejected_full);
-    st->rejected_down = preon_counter_read(&pool->rejected_down);
-    for (unsigned i = 0; i < pool->nconns; i++) {
-        conn_state_t state = __atomic_load_n(&pool->conns[i].state, __ATOMIC_RELAXED);
-        st->ready += state == CONN_READY;
-        st->connecting += state == CONN_CONNECTING;
-    }
+    st->queued = (size_t)preon_counter_read(&c->queued);
+    st->total = (unsigned)preon_counter_read(&c->total);
+    st->ready = (unsigned)preon_counter_read(&c->ready);
+    st->connecting = (unsigned)preon_counter_read(&c->connecting);
+    st->reconnects = preon_counter_read(&c->reconnects);
+    st->rejected_full = preon_counter_read(&c->rejected_full);
+    st->rejected_down = preon_counter_read(&c->rejected_down);
 }

@@ -61,6 +61,7 @@ static request_t **reqs;
 static size_t nreqs;
 static uint64_t outstanding, seq, violations;
 static int sync_mode; /* database.sync, from PREON_DATABASE_SYNC */
+static preon_db_counters_t counters; /* the pool's, as the server keeps them */
 
 static void emit(json_t *o)
 {
@@ -210,7 +211,8 @@ static int run_until(h2o_evloop_t *loop, preon_db_pool_t *pool, int (*done)(preo
 static int all_ready(preon_db_pool_t *pool)
 {
     preon_db_stats_t st;
-    preon_db_pool_stats(pool, &st);
+    (void)pool; /* its counters are the driver's block */
+    preon_db_counters_read(&counters, &st);
     return st.ready == st.total;
 }
 
@@ -230,12 +232,13 @@ static double cpu_ms(void)
 static void stats(preon_db_pool_t *pool)
 {
     preon_db_stats_t st;
-    preon_db_pool_stats(pool, &st);
+    (void)pool; /* its counters are the driver's block */
+    preon_db_counters_read(&counters, &st);
     uint64_t queries[NSTMTS][PREON_DB_OUTCOMES];
     preon_hist_t durations[NSTMTS];
     memset(queries, 0, sizeof(queries));
     memset(durations, 0, sizeof(durations));
-    preon_db_pool_collect(pool, queries, durations);
+    preon_db_counters_collect(&counters, queries, durations);
     json_t *outcomes = json_object(), *total = json_object();
     for (size_t s = 0; s < NSTMTS; s++) {
         json_t *per = json_object();
@@ -290,7 +293,8 @@ int main(int argc, char **argv)
     preon_log_start();
     preon_log_attach();
     h2o_evloop_t *loop = h2o_evloop_create();
-    preon_db_pool_t *pool = preon_db_pool_create(loop, &cfg, target, stmts, NSTMTS, "drive");
+    preon_db_counters_init(&counters, NSTMTS);
+    preon_db_pool_t *pool = preon_db_pool_create(loop, &cfg, target, stmts, NSTMTS, &counters, "drive");
 
     char line[512];
     while (fgets(line, sizeof(line), stdin) != NULL) {
@@ -324,6 +328,7 @@ int main(int argc, char **argv)
     /* Queries still queued are answered (PREON_ESHUTDOWN) inside destroy; then h2o frees the closed sockets
      * on one more pass of the loop. */
     preon_db_pool_destroy(pool);
+    preon_db_counters_dispose(&counters);
     h2o_evloop_run(loop, 0);
     emit(json_pack("{s:s,s:I,s:I}", "ev", "end", "outstanding", (json_int_t)outstanding, "violations", (json_int_t)violations));
     done("quit");
