@@ -412,7 +412,7 @@ int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen)
         const entry_t *check = find_entry("database", "client_check_ms");
         char buf[64];
         const char *where = cfg->origin[check - entries] != NULL ? cfg->origin[check - entries]
-                                                                  : origin_of(cfg, "database", "pooler", buf, sizeof(buf));
+                                                                 : origin_of(cfg, "database", "pooler", buf, sizeof(buf));
         snprintf(err, errlen,
                  "%s: database.client_check_ms %d cannot work with database.pooler: %s (a pooler refuses the startup option "
                  "that carries it, and the server would watch the pooler's connection, not preon's): set "

@@ -19,6 +19,7 @@
 #include "preon/reply.h"
 #include "preon/router.h"
 #include "preon/server.h"
+#include "thread.h"
 
 /*
  * The only file that touches threads and listening sockets. Each thread owns an event loop, an h2o context,
@@ -80,18 +81,53 @@ static preon_snapshot_t *take_snapshot(h2o_req_t *req)
     return s;
 }
 
+void *preon_service_state(h2o_req_t *req)
+{
+    return preon_thread_of(req)->app;
+}
+
+/*
+ * The route a request took travels with it to the logger (on_log_access), so that it is found once. h2o 2.2.5's
+ * request has no slot for a handler's own data; its env vector (name/value pairs handlers pass down, as h2o's setenv
+ * does) carries it: one pair whose name points at ROUTE_MARK and whose value's length is the route id.
+ */
+static const char ROUTE_MARK[] = "preon-route";
+
+static void keep_route(h2o_req_t *req, size_t route)
+{
+    h2o_vector_reserve(&req->pool, &req->env, req->env.size + 2);
+    req->env.entries[req->env.size++] = h2o_iovec_init(ROUTE_MARK, sizeof(ROUTE_MARK) - 1);
+    req->env.entries[req->env.size++] = h2o_iovec_init(ROUTE_MARK, route);
+}
+
+/* The route keep_route left with `req`, or `none` for a request that never reached on_req (h2o's own 400s). */
+static size_t kept_route(const h2o_req_t *req, size_t none)
+{
+    for (size_t i = 0; i + 1 < req->env.size; i += 2)
+        if (req->env.entries[i].base == ROUTE_MARK)
+            return req->env.entries[i + 1].len;
+    return none;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     preon_thread_t *thr = preon_thread_of(req);
+    size_t napp = service->nroutes;
     (void)self;
     /* During a drain the connection closes after this answer, so that clients move to another instance. */
     if (thr->draining)
         req->http1_is_persistent = 0;
     thr->last_request_ns = preon_now_ns();
     unsigned own = own_route(thr->cfg, req->path_normalized);
-    if (own == PREON_ROUTE__EXTRA)
-        service->handle(req);
-    else if ((preon_method_bit(req->method.base, req->method.len) & (PREON_M_GET | PREON_M_HEAD)) == 0)
+    keep_route(req, own == PREON_ROUTE__EXTRA ? napp + PREON_ROUTE_UNMATCHED : napp + own);
+    if (own == PREON_ROUTE__EXTRA && req->path.len > (size_t)thr->cfg->server.max_uri_bytes) {
+        /* h2o itself lets a request line grow to about 400 KiB; nothing here needs more than a few hundred */
+        preon_reply_error(req, 414, "URI too long");
+    } else if (own == PREON_ROUTE__EXTRA) {
+        size_t route = service->handle(req);
+        if (route < napp)
+            req->env.entries[req->env.size - 1].len = route;
+    } else if ((preon_method_bit(req->method.base, req->method.len) & (PREON_M_GET | PREON_M_HEAD)) == 0)
         preon_reply_method_not_allowed(req, PREON_M_GET | PREON_M_HEAD); /* read-only resources */
     else if (own == PREON_ROUTE_LIVE)
         preon_health_live_reply(req);
@@ -106,12 +142,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 static void on_log_access(h2o_logger_t *self, h2o_req_t *req)
 {
     preon_thread_t *thr = preon_thread_of(req);
-    size_t napp = service->nroutes, route = own_route(thr->cfg, req->path_normalized);
+    size_t route = kept_route(req, service->nroutes + PREON_ROUTE_UNMATCHED);
     (void)self;
-    if (route != PREON_ROUTE__EXTRA)
-        route += napp;
-    else if ((route = service->route_of(req)) >= napp)
-        route = napp + PREON_ROUTE_UNMATCHED;
     preon_observe_request(&thr->http, thr->cfg, thr->index, (unsigned)route, req);
 }
 
@@ -401,8 +433,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
     thr->accept_pause_entry.cb = on_accept_resume;
     preon_db_counters_init(&thr->db_counters, service->nstatements);
-    thr->db = preon_db_pool_create(thr->loop, cfg, target, service->statements, service->nstatements, &thr->db_counters,
-                                   tag);
+    thr->db = preon_db_pool_create(thr->loop, cfg, target, service->statements, service->nstatements, &thr->db_counters, tag);
     preon_db_counters_init(&thr->db_read_counters, service->nstatements);
     if (read_target != NULL) {
         snprintf(tag, sizeof(tag), "r%u", index);

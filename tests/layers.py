@@ -5,6 +5,8 @@
   - the observers (src/observe.c) include neither the server nor the service nor the application;
   - the server (src/server.c) runs a service through include/preon/service.h and never includes the application
     (include/preon/app.h);
+  - the service (src/handlers/, include/preon/app.h and service.h) reaches neither the server's header nor its
+    thread struct (src/thread.h): include/preon/service.h is its only way in;
   - only src/db/ includes libpq-fe.h, only src/config.c yaml.h;
   - no two headers include each other, directly or through others.
 
@@ -22,7 +24,10 @@ RULES = [  # (file, headers its include closure must not reach)
     ("include/preon/observe.h", ("preon/server.h", "preon/service.h", "preon/app.h")),
     ("src/server.c", ("preon/app.h",)),
     ("include/preon/server.h", ("preon/app.h",)),
+    ("include/preon/service.h", ("preon/server.h", "thread.h", "preon/app.h")),
+    ("include/preon/app.h", ("preon/server.h", "thread.h")),
 ]
+SERVICE_DIR, SERVICE_BANNED = "src/handlers", ("preon/server.h", "thread.h")  # every file of the service
 ONLY = {"libpq-fe.h": "src/db/", "yaml.h": "src/config.c"}  # a library's header: who alone may include it
 
 
@@ -78,7 +83,10 @@ def cycle(root, headers):
 
 def violations(root):
     out = []
-    for path, banned in RULES:
+    service = []
+    for d, _, files in os.walk(os.path.join(root, SERVICE_DIR)):
+        service += [(os.path.relpath(os.path.join(d, f), root), SERVICE_BANNED) for f in files if f.endswith(".c")]
+    for path, banned in RULES + sorted(service):
         if os.path.isfile(os.path.join(root, path)):
             reached = closure(root, path)
             out += ["%s reaches %s" % (path, b) for b in banned if b in reached]
@@ -100,7 +108,7 @@ def violations(root):
 def self_test():
     """A made-up tree with one violation of each rule: each must be reported, and the clean tree not at all."""
     files = {"include/preon/server.h": '#include "preon/service.h"\n', "include/preon/service.h": "",
-             "include/preon/app.h": '#include "preon/server.h"\n', "include/preon/observe.h": "",
+             "include/preon/app.h": '#include "preon/service.h"\n', "include/preon/observe.h": "",
              "include/preon/db.h": "", "src/server.c": '#include "preon/server.h"\n',
              "src/observe.c": '#include "preon/observe.h"\n', "src/db/conn.c": "#include <libpq-fe.h>\n",
              "src/config.c": "#include <yaml.h>\n"}
@@ -108,6 +116,8 @@ def self_test():
            ("src/server.c", '#include "preon/app.h"\n', "src/server.c reaches preon/app.h"),
            ("src/body.c", "#include <libpq-fe.h>\n", "src/body.c includes libpq-fe.h"),
            ("src/log.c", "#include <yaml.h>\n", "src/log.c includes yaml.h"),
+           ("src/handlers/x.c", '#include "thread.h"\n', "src/handlers/x.c reaches thread.h"),
+           ("include/preon/app.h", '#include "preon/server.h"\n', "include/preon/app.h reaches preon/server.h"),
            ("include/preon/db.h", '#include "preon/observe.h"\n', None)]
     with tempfile.TemporaryDirectory() as root:
         def write(path, text):

@@ -31,9 +31,9 @@ typedef struct st_preon_db_statement_t {
 #define PREON_DB_MAX_PARAMS 8
 
 /** Query flags. PREON_DB_WRITE is the caller's; preon_db_submit sets the others from its sync mode. */
-#define PREON_DB_WRITE 0x1u  /* never batched under one Sync with other requests' queries, never re-sent */
-#define PREON_DB_MORE 0x2u   /* more queries of the same request follow: no Sync after this one (unless OWN_SYNC) */
-#define PREON_DB_SHARED 0x4u /* a read that may share its Sync with other requests' reads (sync: batch) */
+#define PREON_DB_WRITE 0x1u    /* never batched under one Sync with other requests' queries, never re-sent */
+#define PREON_DB_MORE 0x2u     /* more queries of the same request follow: no Sync after this one (unless OWN_SYNC) */
+#define PREON_DB_SHARED 0x4u   /* a read that may share its Sync with other requests' reads (sync: batch) */
 #define PREON_DB_OWN_SYNC 0x8u /* a Sync right after this query (sync: query, TechEmpower's rule) */
 
 /** Called once with the rows. `res` is borrowed: valid only during the call. */
@@ -130,8 +130,8 @@ void preon_db_target_destroy(preon_db_target_t *t);
  * for `nstatements`, where the pool counts) are borrowed for the pool's lifetime. `tag` names the pool in logs.
  */
 preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
-                                      const preon_db_statement_t *statements, size_t nstatements,
-                                      preon_db_counters_t *counters, const char *tag);
+                                      const preon_db_statement_t *statements, size_t nstatements, preon_db_counters_t *counters,
+                                      const char *tag);
 
 /**
  * Fails every query still queued with PREON_ESHUTDOWN (their callbacks run before this returns) and closes the
@@ -154,9 +154,6 @@ void preon_db_pool_destroy(preon_db_pool_t *pool);
  * count). Sets PREON_DB_MORE, PREON_DB_SHARED and PREON_DB_OWN_SYNC itself.
  */
 int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n, int sync);
-
-
-
 
 /** Rows in a result. */
 int preon_db_result_rows(const preon_db_result_t *res);

@@ -14,7 +14,7 @@
 #define PREON_M_OPTIONS 0x40u
 
 /**
- * A request handler: it answers `req`, now or later from a callback (its thread is preon_thread_of(req)). `param` is
+ * A request handler: it answers `req`, now or later from a callback (on the request's loop thread). `param` is
  * the path segment that matched the route's "{…}" (empty when it has none; it points into the request).
  */
 typedef void (*preon_handler_fn)(h2o_req_t *req, h2o_iovec_t param);

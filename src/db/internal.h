@@ -82,7 +82,7 @@ struct st_preon_db_pool_t {
     unsigned nconns;
     preon_db_counters_t *counters; /* the owner's: everything a scrape reads (never the pool itself) */
     size_t queued;                 /* accepted and not yet answered (also in counters->queued) */
-    h2o_timeout_t zero_timeout; /* fires at the end of the loop pass: the batch is sent then */
+    h2o_timeout_t zero_timeout;    /* fires at the end of the loop pass: the batch is sent then */
     h2o_timeout_entry_t flush_entry;
     h2o_timeout_t tick_timeout; /* drives back-off, connect and query timeouts */
     h2o_timeout_entry_t tick_entry;

@@ -41,8 +41,8 @@ void preon_db_counters_dispose(preon_db_counters_t *c)
 }
 
 preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
-                                      const preon_db_statement_t *statements, size_t nstatements,
-                                      preon_db_counters_t *counters, const char *tag)
+                                      const preon_db_statement_t *statements, size_t nstatements, preon_db_counters_t *counters,
+                                      const char *tag)
 {
     PREON_ASSERT(counters->nstatements == nstatements);
     preon_db_pool_t *pool = preon_calloc(1, sizeof(*pool));

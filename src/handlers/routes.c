@@ -38,40 +38,17 @@ const preon_route_t preon_routes[] = {
 };
 const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
 
-/* Which route `req` takes: an index into preon_routes (with `m` filled), or preon_nroutes for none. `*status` is 0
- * for a route, else the status it is refused with (414, 404, 405). */
-static size_t classify(h2o_req_t *req, preon_match_t *m, int *status)
+/* Finds the route of `req` once and answers through it (or 404, 405); returns the route id for the server's counters:
+ * an index into preon_routes, or preon_nroutes for none. */
+static size_t handle(h2o_req_t *req)
 {
+    preon_match_t m;
     h2o_iovec_t path = req->path_normalized;
-    /* h2o itself lets a request line grow to about 400 KiB; nothing here needs more than a few hundred */
-    if (req->path.len > (size_t)preon_thread_of(req)->cfg->server.max_uri_bytes) {
-        *status = 414;
-        return preon_nroutes;
-    }
-    if ((*status = preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, m)) == 0)
-        return (size_t)(m->route - preon_routes);
-    return preon_nroutes;
-}
-
-static size_t route_of(h2o_req_t *req)
-{
-    preon_match_t m;
-    int status;
-    return classify(req, &m, &status);
-}
-
-static void handle(h2o_req_t *req)
-{
-    preon_match_t m;
-    int status;
-    classify(req, &m, &status);
+    int status = preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, &m);
     switch (status) {
     case 0:
         m.route->handler(req, m.param);
-        break;
-    case 414:
-        preon_reply_error(req, 414, "URI too long");
-        break;
+        return (size_t)(m.route - preon_routes);
     case 405:
         preon_reply_method_not_allowed(req, m.allow);
         break;
@@ -79,6 +56,7 @@ static void handle(h2o_req_t *req)
         preon_reply_error(req, 404, "no such resource");
         break;
     }
+    return preon_nroutes;
 }
 
 static const char *route_label(size_t route)
@@ -116,7 +94,6 @@ const preon_service_t preon_app = {
     .init = init,
     .thread_init = thread_init,
     .handle = handle,
-    .route_of = route_of,
     .thread_dispose = thread_dispose,
     .dispose = preon_fortunes_dispose,
 };

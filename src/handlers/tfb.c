@@ -147,7 +147,7 @@ static void int_array(char *buf, size_t cap, const int32_t *v, int n, int stride
 static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
 {
     worlds_t *w = preon_dbreq_data(r);
-    preon_app_thread_t *thr = preon_dbreq_thread(r)->app;
+    preon_app_thread_t *thr = preon_dbreq_state(r);
     /* Pairs (id, number) sorted by id, duplicates folded: rows are locked in one global order, and an id drawn
      * twice gets one new number, the same in the database and in every place of the answer. */
     int32_t pairs[MAX_QUERIES][2];
@@ -206,7 +206,7 @@ static void reply_cached(preon_app_thread_t *thr, h2o_req_t *req)
 
 static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 {
-    preon_app_thread_t *thr = preon_dbreq_thread(r)->app;
+    preon_app_thread_t *thr = preon_dbreq_state(r);
     int rows = preon_db_result_rows(res);
     (void)index;
     if (thr->world_cache != NULL) /* another request filled it meanwhile */
@@ -223,7 +223,7 @@ static void on_world_table(preon_dbreq_t *r, size_t index, const preon_db_result
 
 static void on_world_table_done(preon_dbreq_t *r, h2o_req_t *req)
 {
-    reply_cached(preon_dbreq_thread(r)->app, req);
+    reply_cached(preon_dbreq_state(r), req);
 }
 
 static const preon_dbreq_ops_t cache_ops = {on_world_table, on_world_table_done, NULL, 1};

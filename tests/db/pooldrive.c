@@ -60,7 +60,7 @@ struct st_request_t {
 static request_t **reqs;
 static size_t nreqs;
 static uint64_t outstanding, seq, violations;
-static int sync_mode; /* database.sync, from PREON_DATABASE_SYNC */
+static int sync_mode;                /* database.sync, from PREON_DATABASE_SYNC */
 static preon_db_counters_t counters; /* the pool's, as the server keeps them */
 
 static void emit(json_t *o)

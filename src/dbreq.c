@@ -2,13 +2,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include "preon/alloc.h"
-#include "preon/app.h"
 #include "preon/assert.h"
 #include "preon/errors.h"
 #include "preon/reply.h"
+#include "preon/service.h"
+#include "thread.h"
 
 /*
- * The glue between one HTTP request and its queries. The dbreq is malloc'd, because it must outlive the
+ * The server's request context for a handler that waits on the database (include/preon/service.h): the glue between
+ * one HTTP request and its queries, the request's deadline and the thread's count of requests in flight, which the
+ * drain waits on. The dbreq is malloc'd, because it must outlive the
  * request if the client goes away while queries are in flight; a small guard in the request's pool notices that
  * (its dispose hook runs when the pool is cleared) and unhooks the request, so that nothing is written to freed
  * memory. The dbreq frees itself when its last query has called back.
@@ -67,9 +70,9 @@ h2o_req_t *preon_dbreq_req(preon_dbreq_t *r)
     return r->req;
 }
 
-preon_thread_t *preon_dbreq_thread(preon_dbreq_t *r)
+void *preon_dbreq_state(preon_dbreq_t *r)
 {
-    return r->thr;
+    return r->thr->app;
 }
 
 static void on_result(preon_db_query_t *q, const preon_db_result_t *res);
