@@ -93,6 +93,31 @@ def describe(r):
                     " / ".join(map(str, r.get("after_promoted_s", []))), " / ".join(map(str, r["promote_s"])),
                     " / ".join(map(str, r["idle_cpu"])),
                     " / ".join(", ".join("%s %d" % kv for kv in sorted(x.items()) if kv[0] != "LISTEN") for x in r.get("sockets", []))))
+    if t.startswith("pgbouncer-"):
+        return ("PgBouncer, %s mode" % t[len("pgbouncer-"):], "pool of %d; preon %s, database.pooler: %s" % (
+            r["pool_size"], r["preon"], r["pooler"]), secs, "%s; writes %s; afterwards %s; %d clients on %d server "
+                "connections" % (fmt_statuses(r["statuses"]), fmt_statuses(r["writes"]), fmt_statuses(r["after"]),
+                                 r["pgbouncer_clients"], r["pgbouncer_servers"]))
+    if t == "stack-standby-stops":
+        return ("a standby stops", "deploy/stack, 4 readers + 2 writers through HAProxy", secs,
+                "%s; preon's connections on the other standby after: %d" % (fmt_statuses(r["statuses"]),
+                                                                          r["preon_backends_on_other_standby"]))
+    if t == "stack-rolling-restart":
+        return ("rolling restart", "deploy/stack, %d replicas, HAProxy %s, drain_delay_ms %d, %d round(s)" % (
+            r["replicas"], r["haproxy"], r["drain_delay_ms"], r["rounds"]), secs,
+                "failed per round: %s; %s" % (" / ".join(map(str, r["failed"])),
+                                              " / ".join(fmt_statuses(s) for s in r["statuses"])))
+    if t == "stack-scale-up":
+        return ("scale-up under a spike", "deploy/stack, %d replicas + 1, wrk %d connections" % (
+            r["replicas_before"], r["wrk_conns"]), secs, "first 200 through HAProxy %.2f s after the start; wrk %s; probe "
+                "p95 %s ms before, %s ms per second after" % (r["start_to_first_200_s"], fmt_statuses(r["wrk_statuses"]),
+                                                              r["probe_p95_ms_before"], " / ".join(map(str, r["probe_p95_ms_after_per_s"]))))
+    if t == "stack-leader-kill":
+        return ("Patroni leader killed", "deploy/stack, %d × SIGKILL (Patroni + postmaster), %s" % (r["rounds"], r["clients"]),
+                secs, "%s; writes answered 201: %s, of which not on the new primary: %s; new leader after %s s; 100 %% "
+                "2xx after %s s" % (" / ".join(fmt_statuses(s) for s in r["statuses"]), " / ".join(map(str, r["writes_201"])),
+                                    " / ".join(map(str, r["false_201"])), " / ".join(map(str, r["new_leader_s"])),
+                                    " / ".join(map(str, r["recovery_s"]))))
     return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))
 
 

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Installs, with apt-get, whichever Debian 12 packages preon needs that are missing.
 # Usage: scripts/deps.sh build|run|test|bench   (each includes what the ones before it need)
+#        scripts/deps.sh stack                  run, plus deploy/stack/'s engines (etcd, Patroni, HAProxy, PgBouncer)
 set -euo pipefail
 
 build=(cmake make gcc pkg-config libh2o-evloop-dev libpq-dev libssl-dev libjansson-dev libyaml-dev)
@@ -11,14 +12,17 @@ test=(libcmocka-dev python3 python3-prometheus-client util-linux wrk debootstrap
 peers=(golang-go golang-github-gin-gonic-gin-dev golang-github-jackc-pgx-v4-dev openjdk-17-jdk-headless libnetty-java
        libhikaricp-java libpostgresql-jdbc-java libjackson2-databind-java libslf4j-java)
 bench=(wrk apache2-utils gnuplot-nox python3-uvloop)
+# deploy/stack/ and the tests behind a real pooler, load balancer and Patroni cluster
+stack=(pgbouncer haproxy patroni python3-etcd etcd-server etcd-client)
 
 want=("${build[@]}")
 case "${1:-build}" in
     build) ;;
     run) want+=("${run[@]}") ;;
-    test) want+=("${run[@]}" "${test[@]}" "${peers[@]}") ;;
-    bench) want+=("${run[@]}" "${test[@]}" "${peers[@]}" "${bench[@]}") ;;
-    *) echo "usage: $0 build|run|test|bench" >&2; exit 2 ;;
+    stack) want+=("${run[@]}" "${stack[@]}") ;;
+    test) want+=("${run[@]}" "${test[@]}" "${peers[@]}" "${stack[@]}") ;;
+    bench) want+=("${run[@]}" "${test[@]}" "${peers[@]}" "${stack[@]}" "${bench[@]}") ;;
+    *) echo "usage: $0 build|run|test|bench|stack" >&2; exit 2 ;;
 esac
 
 missing=()

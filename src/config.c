@@ -31,6 +31,7 @@ typedef struct {
 } entry_t;
 
 static const char *const sync_modes[] = {"request", "batch", "query", NULL};
+static const char *const poolers[] = {"none", "session", "transaction", NULL};
 static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const booleans[] = {"false", "true", NULL};
 
@@ -48,6 +49,7 @@ static const entry_t entries[] = {
     {"server", "http2", T_ENUM, OFF(server.http2), 0, 0, booleans, "false"},
     {"server", "drain_delay_ms", T_INT, OFF(server.drain_delay_ms), 0, 3600000, NULL, "0"},
     {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
+    {"database", "read_url", T_STRING, OFF(database.read_url), 0, 0, NULL, ""},
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 1, 64, NULL, "1"},
     {"database", "max_queued", T_INT, OFF(database.max_queued), 1, 1000000, NULL, "16384"},
     {"database", "query_timeout_ms", T_INT, OFF(database.query_timeout_ms), 10, 3600000, NULL, "5000"},
@@ -58,6 +60,7 @@ static const entry_t entries[] = {
     {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "batch"},
     {"database", "tfb_sync", T_ENUM, OFF(database.tfb_sync), 0, 0, sync_modes, "query"},
     {"database", "pipeline_depth", T_INT, OFF(database.pipeline_depth), 0, 1024, NULL, "2"},
+    {"database", "pooler", T_ENUM, OFF(database.pooler), 0, 0, poolers, "none"},
     {"log", "level", T_ENUM, OFF(log.level), 0, 0, preon_log_level_names, "info"},
     {"log", "format", T_ENUM, OFF(log.format), 0, 0, log_formats, "text"},
     {"log", "access", T_ENUM, OFF(log.access), 0, 0, booleans, "false"},
@@ -68,6 +71,7 @@ static const entry_t entries[] = {
 };
 #undef OFF
 #define NUM_ENTRIES (sizeof(entries) / sizeof(entries[0]))
+_Static_assert(NUM_ENTRIES <= PREON_CONFIG_KEYS, "raise PREON_CONFIG_KEYS");
 
 static int *int_field(preon_config_t *cfg, const entry_t *e)
 {
@@ -137,6 +141,22 @@ void preon_config_dispose(preon_config_t *cfg)
             *f = NULL;
         }
     }
+    for (size_t i = 0; i < PREON_CONFIG_KEYS; i++) {
+        free(cfg->origin[i]);
+        cfg->origin[i] = NULL;
+    }
+}
+
+static void set_origin(preon_config_t *cfg, const entry_t *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_origin(preon_config_t *cfg, const entry_t *e, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    free(cfg->origin[e - entries]);
+    cfg->origin[e - entries] = preon_strdup(buf);
 }
 
 static const entry_t *find_entry(const char *section, const char *key)
@@ -224,6 +244,8 @@ static int load_section(loader_t *l, yaml_parser_t *p, preon_config_t *cfg, cons
         char why[256];
         if ((rv = set_value(cfg, e, (const char *)ev.data.scalar.value, why, sizeof(why))) != 0)
             fail_at(l, ev.start_mark, "%s", why);
+        else
+            set_origin(cfg, e, "%s:%zu:%zu", l->name, ev.start_mark.line + 1, ev.start_mark.column + 1);
         yaml_event_delete(&ev);
         if (rv != 0)
             return rv;
@@ -368,6 +390,35 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
             snprintf(err, errlen, "environment %s: %s", name, why);
             return PREON_EINVAL;
         }
+        set_origin(cfg, e, "environment %s", name);
+    }
+    return 0;
+}
+
+/* Where the row for section.key was set, or "(default) section.key". */
+static const char *origin_of(const preon_config_t *cfg, const char *section, const char *key, char *buf, size_t len)
+{
+    const entry_t *e = find_entry(section, key);
+    if (cfg->origin[e - entries] != NULL)
+        return cfg->origin[e - entries];
+    snprintf(buf, len, "(default) %s.%s", section, key);
+    return buf;
+}
+
+int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->database.pooler != PREON_POOLER_NONE && cfg->database.client_check_ms > 0) {
+        /* Pointed at whichever of the two was set last by hand: that is the line the operator just wrote. */
+        const entry_t *check = find_entry("database", "client_check_ms");
+        char buf[64];
+        const char *where = cfg->origin[check - entries] != NULL ? cfg->origin[check - entries]
+                                                                 : origin_of(cfg, "database", "pooler", buf, sizeof(buf));
+        snprintf(err, errlen,
+                 "%s: database.client_check_ms %d cannot work with database.pooler: %s (a pooler refuses the startup option "
+                 "that carries it, and the server would watch the pooler's connection, not preon's): set "
+                 "database.client_check_ms: 0",
+                 where, cfg->database.client_check_ms, poolers[cfg->database.pooler]);
+        return PREON_EINVAL;
     }
     return 0;
 }

@@ -193,13 +193,28 @@ static void on_deadline(h2o_timeout_entry_t *entry)
     preon_reply_error(req, 504, "request timed out waiting for the database");
 }
 
+/* A request that only reads goes to database.read_url's pool when there is one; anything that writes, to the primary. */
+static preon_db_pool_t *pool_for(const preon_dbreq_t *r)
+{
+    if (r->thr->db_read == NULL)
+        return r->thr->db;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->slots[i].q.flags & PREON_DB_WRITE)
+            return r->thr->db;
+    return r->thr->db_read;
+}
+
 void preon_dbreq_run(preon_dbreq_t *r)
 {
     preon_db_query_t *qs[PREON_DBREQ_MAX];
     for (size_t i = 0; i < r->n; i++)
         qs[i] = &r->slots[i].q;
     const preon_config_t *cfg = r->thr->cfg;
-    int rv = preon_db_submit(r->thr->db, qs, r->n, r->ops->techempower ? cfg->database.tfb_sync : cfg->database.sync);
+    int sync = r->ops->techempower ? cfg->database.tfb_sync : cfg->database.sync;
+    preon_db_pool_t *pool = pool_for(r);
+    int rv = preon_db_submit(pool, qs, r->n, sync);
+    if (rv == PREON_ENOTCONN && pool != r->thr->db)
+        rv = preon_db_submit(r->thr->db, qs, r->n, sync); /* no standby connection is ready: the primary answers */
     if (rv != 0) {
         preon_reply_errno(r->req, rv);
         destroy(r);

@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     if (path == NULL && access(DEFAULT_CONFIG, F_OK) == 0)
         path = DEFAULT_CONFIG;
     if ((path != NULL && preon_config_load_file(&cfg, path, err, sizeof(err)) != 0) ||
-        preon_config_apply_env(&cfg, environ, err, sizeof(err)) != 0) {
+        preon_config_apply_env(&cfg, environ, err, sizeof(err)) != 0 || preon_config_validate(&cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         preon_config_dispose(&cfg);
         return 2;
@@ -92,17 +92,33 @@ int main(int argc, char **argv)
         preon_config_dispose(&cfg);
         return 2;
     }
+    /* database.read_url: a second target for reads, checked and resolved the same way. */
+    preon_db_target_t *read_target = NULL;
+    if (cfg.database.read_url[0] != '\0') {
+        char rerr[512];
+        read_target = preon_db_target_create(cfg.database.read_url, cfg.database.client_check_ms, !check, rerr, sizeof(rerr));
+        if (read_target == NULL) {
+            /* its message names database.url: this one is database.read_url */
+            const char *prefix = "database.url: ";
+            fprintf(stderr, "database.read_url: %s\n", strncmp(rerr, prefix, strlen(prefix)) == 0 ? rerr + strlen(prefix) : rerr);
+            preon_db_target_destroy(target);
+            preon_config_dispose(&cfg);
+            return 2;
+        }
+    }
     if (check) {
         printf("# %s: valid\n", path != NULL ? path : "(built-in defaults)");
         preon_config_print(&cfg, stdout);
         preon_db_target_destroy(target);
+        preon_db_target_destroy(read_target);
         preon_config_dispose(&cfg);
         return 0;
     }
     preon_log_start();
-    int rv = preon_server_run(&cfg, target, &preon_app);
+    int rv = preon_server_run(&cfg, target, read_target, &preon_app);
     preon_log_stop();
     preon_db_target_destroy(target);
+    preon_db_target_destroy(read_target);
     preon_config_dispose(&cfg);
     return rv == 0 ? 0 : 1;
 }

@@ -73,6 +73,7 @@ static preon_snapshot_t *take_snapshot(h2o_req_t *req)
         preon_snapshot_add_http(s, &threads[t].http);
         preon_db_counters_collect(&threads[t].db_counters, s->queries, s->query_durations);
         preon_db_counters_read(&threads[t].db_counters, &st);
+        preon_db_counters_collect(&threads[t].db_read_counters, s->queries, s->query_durations);
         s->db.queued += st.queued, s->db.ready += st.ready, s->db.connecting += st.connecting, s->db.total += st.total;
         s->db.reconnects += st.reconnects, s->db.rejected_full += st.rejected_full, s->db.rejected_down += st.rejected_down;
         s->threads_without_db += st.ready == 0;
@@ -329,6 +330,8 @@ static void *thread_main(void *arg)
     /* Closed: a request reaching this thread in the grace below is refused with 503. Freed after the last loop pass;
      * scrapes on other threads read only its counters, which the server keeps until every thread has joined. */
     preon_db_pool_close(thr->db);
+    if (thr->db_read != NULL)
+        preon_db_pool_close(thr->db_read);
     uint64_t grace_end = h2o_now(thr->loop) + 50;
     while (h2o_now(thr->loop) < grace_end)
         h2o_evloop_run(thr->loop, 10);
@@ -339,7 +342,8 @@ static void *thread_main(void *arg)
     service->thread_dispose(thr->app);
     thr->app = NULL;
     preon_db_pool_destroy(thr->db);
-    thr->db = NULL;
+    preon_db_pool_destroy(thr->db_read);
+    thr->db = thr->db_read = NULL;
     preon_log_detach();
     return NULL;
 }
@@ -404,8 +408,8 @@ static unsigned long long limit_connections(const preon_config_t *cfg)
 
 /* Everything a loop thread owns, set up before its loop runs, so that a signal arriving at once finds every
  * receiver registered. Returns 0, or -1 with the reason in `err`. */
-static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_t *cfg, const preon_db_target_t *target, char *err,
-                        size_t errlen)
+static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_t *cfg, const preon_db_target_t *target,
+                        const preon_db_target_t *read_target, char *err, size_t errlen)
 {
     int fd = open_listener(cfg, err, errlen);
     if (fd < 0)
@@ -430,6 +434,12 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->accept_pause_entry.cb = on_accept_resume;
     preon_db_counters_init(&thr->db_counters, service->nstatements);
     thr->db = preon_db_pool_create(thr->loop, cfg, target, service->statements, service->nstatements, &thr->db_counters, tag);
+    preon_db_counters_init(&thr->db_read_counters, service->nstatements);
+    if (read_target != NULL) {
+        snprintf(tag, sizeof(tag), "r%u", index);
+        thr->db_read = preon_db_pool_create(thr->loop, cfg, read_target, service->statements, service->nstatements,
+                                            &thr->db_read_counters, tag);
+    }
     thr->app = service->thread_init(index);
     return 0;
 }
@@ -473,11 +483,13 @@ static void join_threads(const sigset_t *set)
     /* Only now: until every thread had joined, any of them could read every thread's counters for a scrape. */
     for (unsigned i = 0; i < nthreads; i++) {
         preon_db_counters_dispose(&threads[i].db_counters);
+        preon_db_counters_dispose(&threads[i].db_read_counters);
         preon_http_metrics_dispose(&threads[i].http);
     }
 }
 
-int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_service_t *svc)
+int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_db_target_t *read_target,
+                     const preon_service_t *svc)
 {
     char err[256];
     service = svc;
@@ -493,7 +505,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
     make_route_labels(cfg);
     setup_globalconf(cfg);
     for (unsigned i = 0; i < nthreads; i++) {
-        if (setup_thread(&threads[i], i, cfg, target, err, sizeof(err)) != 0) {
+        if (setup_thread(&threads[i], i, cfg, target, read_target, err, sizeof(err)) != 0) {
             fprintf(stderr, "preon: %s\n", err);
             return PREON_EIO;
         }

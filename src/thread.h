@@ -27,9 +27,11 @@ typedef struct st_preon_thread_t {
     int spare_fd;               /* a descriptor held in reserve for that (libuv's trick); -1 once draining */
     h2o_timeout_t accept_pause; /* out of descriptors and none to shed with: accepting pauses this long */
     h2o_timeout_entry_t accept_pause_entry;
-    int fd_warned;                   /* "out of file descriptors" logged once */
-    preon_db_pool_t *db;             /* this thread's alone; freed by it when its loop ends */
-    preon_db_counters_t db_counters; /* what the pool counts: read by scrapes on any thread until every thread joined */
+    int fd_warned;                        /* "out of file descriptors" logged once */
+    preon_db_pool_t *db;                  /* this thread's alone; freed by it when its loop ends */
+    preon_db_counters_t db_counters;      /* what the pool counts: read by scrapes on any thread until every thread joined */
+    preon_db_pool_t *db_read;             /* database.read_url's pool (reads; writes and fallback go to db), or NULL */
+    preon_db_counters_t db_read_counters; /* its counters: its queries count in the metrics, not in readiness */
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;
     h2o_multithread_message_t stop_msg;

@@ -10,6 +10,11 @@ typedef enum {
     PREON_SYNC_BATCH,       /* reads of many requests share a Sync; writes get their own */
     PREON_SYNC_QUERY,       /* one Sync after every query (TechEmpower's General Requirement 7) */
 } preon_sync_mode_t;
+/** What stands between preon and PostgreSQL: nothing, or a pooler (PgBouncer) in session or transaction mode. */
+typedef enum { PREON_POOLER_NONE = 0, PREON_POOLER_SESSION, PREON_POOLER_TRANSACTION } preon_pooler_t;
+
+/** Room for every key's origin (more than the table has). */
+#define PREON_CONFIG_KEYS 64
 
 /**
  * The whole configuration. Filled once at start-up (defaults, then the YAML file, then PREON_* variables) and
@@ -31,6 +36,7 @@ typedef struct st_preon_config_t {
     } server;
     struct {
         char *url;                  /* libpq URI or key=value string; "" = libpq's PG* variables */
+        char *read_url;             /* a second pool for reads (standbys); "" = none, reads go to url */
         int connections_per_thread; /* pipelined connections each event loop owns */
         int max_queued;             /* queries waiting or in flight per thread before 503 */
         int query_timeout_ms;       /* query at the head of a pipeline for longer than this: 504, reconnect */
@@ -41,6 +47,7 @@ typedef struct st_preon_config_t {
         int sync;                   /* preon_sync_mode_t of the service's own API (/fruits) */
         int tfb_sync;               /* preon_sync_mode_t of TechEmpower's test types (/db, /queries, ...) */
         int pipeline_depth;         /* batches a connection may have in flight (0: any number) */
+        int pooler;                 /* preon_pooler_t: no startup options behind one; unnamed statements in transaction mode */
     } database;
     struct {
         int level;  /* preon_log_level_t */
@@ -55,6 +62,9 @@ typedef struct st_preon_config_t {
         int enabled;
         char *path; /* Prometheus text format */
     } metrics;
+    /* Where each key was last set ("FILE:LINE:COL" or "environment NAME"; NULL: its default), by table row, so that
+     * a check across keys can point at the line to change. */
+    char *origin[PREON_CONFIG_KEYS];
 } preon_config_t;
 
 /** Fills `cfg` with the built-in defaults. Pair with preon_config_dispose. */
@@ -77,6 +87,12 @@ int preon_config_load_file(preon_config_t *cfg, const char *path, char *err, siz
  * On error writes "environment PREON_X_Y: what is wrong" to `err` and returns a negative code.
  */
 int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, size_t errlen);
+
+/**
+ * Checks what no single key can: keys that cannot work together. Call after the file and the environment. On error
+ * writes "ORIGIN: what is wrong and what to set" to `err` (ORIGIN as in `origin`) and returns a negative code.
+ */
+int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen);
 
 /** Writes every key and its value as YAML to `fp` (for --check-config and the start-up log). */
 void preon_config_print(const preon_config_t *cfg, void *fp);

@@ -225,6 +225,15 @@ static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, in
     }
 }
 
+/* PgBouncer refuses the startup packet's `options` (client_connection_check_interval travels there): say the fix. */
+static const char *pooler_hint(const char *why)
+{
+    return strstr(why, "unsupported startup parameter") != NULL
+               ? " (behind PgBouncer? set database.pooler: transaction, or session, and database.client_check_ms: 0; "
+                 "preon then sends no startup options)"
+               : "";
+}
+
 void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
 {
     int was_ready = c->state == CONN_READY;
@@ -243,7 +252,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     /* While the database stays down, only the first failed attempt is a warning; the retries are debug. */
     if (why != NULL && c->state != CONN_IDLE) {
         if (was_ready || !c->down_logged)
-            preon_log_warn("db %s#%u: %s: %s", c->pool->tag, c->index, preon_strerror(err), why);
+            preon_log_warn("db %s#%u: %s: %s%s", c->pool->tag, c->index, preon_strerror(err), why, pooler_hint(why));
         else
             preon_log_debug("db %s#%u: %s: %s", c->pool->tag, c->index, preon_strerror(err), why);
         c->down_logged = 1;
@@ -294,8 +303,9 @@ static void become_ready(preon_db_conn_t *c)
         preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
-    /* Each Prepare behind its own Sync: a statement whose table is missing must not abort the others. */
-    for (size_t i = 0; i < pool->nstmts; i++) {
+    /* Each Prepare behind its own Sync: a statement whose table is missing must not abort the others. Behind a
+     * transaction pooler nothing is prepared: the next transaction may run on another server connection. */
+    for (size_t i = 0; i < pool->nstmts && pool->cfg->database.pooler != PREON_POOLER_TRANSACTION; i++) {
         const preon_db_statement_t *s = &pool->stmts[i];
         if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL) || !PQpipelineSync(c->pg)) {
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
@@ -657,11 +667,15 @@ static int send_sync(preon_db_conn_t *c)
 
 /*
  * Hands `q` to libpq (its Prepare first, if that failed before); 0, or -1 when libpq could not. Nothing is
- * recorded for `q` on failure: the caller keeps it on the unsent list, so that conn_fail answers it.
+ * recorded for `q` on failure: the caller keeps it on the unsent list, so that conn_fail answers it. Behind a
+ * transaction pooler, its SQL goes out as an unnamed statement (Parse, Bind, Execute in one go), which lives only
+ * until the next Sync and so never meets another client's statements on a shared server connection.
  */
 static int send_query(preon_db_conn_t *c, preon_db_query_t *q)
 {
     const preon_db_statement_t *st = &c->pool->stmts[q->stmt];
+    if (c->pool->cfg->database.pooler == PREON_POOLER_TRANSACTION)
+        return PQsendQueryParams(c->pg, st->sql, q->nparams, NULL, q->params, NULL, NULL, 0) ? 0 : -1;
     if (!c->prepared[q->stmt]) {
         /* Its Prepare failed earlier (say the table was missing); try again, in the same pipeline. */
         if (!PQsendPrepare(c->pg, st->name, st->sql, st->nparams, NULL))

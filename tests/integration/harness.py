@@ -245,6 +245,38 @@ def wrk_mix(port, total, paths, conns, threads=2, bound_s=600, timeout_s=10):
     return res
 
 
+def end(proc, timeout=10):
+    """Ends a process this test started, by its PID: SIGTERM, then SIGKILL after `timeout` s. Returns its status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait()
+
+
+class Clients:
+    """Threads running self.run(i) for i < n until stopped; `with Clients(...)` starts them and stops and joins them."""
+
+    def __init__(self, n):
+        self.lock, self.stop = threading.Lock(), threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(i,)) for i in range(n)]
+
+    def run(self, i):
+        raise NotImplementedError
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=60 * SLOW)
+
+
 def parallel(fn, n):
     """Runs fn(0) .. fn(n-1) on n threads at once; returns the exceptions they raised, as strings."""
     errors = []

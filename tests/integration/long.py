@@ -15,6 +15,9 @@
   tls              TLS (verify-full) under load: answers of many TLS records, byte-compared with a plain connection;
                    a TLS front writing full 16 KiB records
   failover         primary stopped and standby promoted under reads and writes, 3 times back and forth
+  pgbouncer        PgBouncer 1.18 in session and transaction mode, 2 threads x 4 connections, 200,000 requests
+  stack            deploy/stack/ (Patroni x 3, HAProxy, PgBouncer, preon x 2): a standby stopped, 3 rolling restarts,
+                   a replica added under a 30 s spike, the Patroni leader killed twice
 
 against build/preon and a private PostgreSQL (loopback only, each run bounded). Every test appends what it
 measured to results.jsonl; report.md is the table of docs/reliability.md.
@@ -45,6 +48,8 @@ SUITES = {  # name: (module, unittest selectors)
     "secrets": ("secrets", []),
     "tls": ("tls", ["TlsTest.test_large_answers_under_load", "TlsTest.test_full_size_records"]),
     "failover": ("failover", []),
+    "pgbouncer": ("pgbouncer", []),
+    "stack": ("stack", []),
 }
 
 

@@ -13,13 +13,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 
 import http.client
 
-from harness import PG_SH, SLOW, Preon, free_port, main, measure, pg, psql, record, require_env, scaled
+from harness import PG_SH, SLOW, Clients, Preon, free_port, main, measure, pg, psql, record, require_env, scaled
 
 PGBIN = subprocess.run(["sh", "-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1"], capture_output=True,
                        text=True).stdout.strip()
@@ -107,14 +106,19 @@ class Node:
         self.sql("SELECT pg_reload_conf()")
 
 
-class Load:
+class Load(Clients):
     """Readers (GET /fruits, /fruits/1) and writers (POST /fruits, paced) on keep-alive connections until stopped.
     Every request's (time sent, time answered, kind, status or error, name, id) is logged."""
 
     def __init__(self, port, readers=4, writers=2):
-        self.port, self.log, self.lock, self.stop = port, [], threading.Lock(), threading.Event()
-        self.threads = [threading.Thread(target=self.reader, args=(n,)) for n in range(readers)] + \
-                       [threading.Thread(target=self.writer, args=(n,)) for n in range(writers)]
+        self.port, self.log, self.readers = port, [], readers
+        super().__init__(readers + writers)
+
+    def run(self, i):
+        if i < self.readers:
+            self.reader(i)
+        else:
+            self.writer(i - self.readers)
 
     def one(self, conn, method, path, body=None):
         t = time.monotonic()
@@ -149,16 +153,6 @@ class Load:
             i += 1
             time.sleep(0.01)
         conn.close()
-
-    def __enter__(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=60 * SLOW)
 
 
 class FailoverTest(unittest.TestCase):

@@ -160,6 +160,35 @@ static void test_env_bad_value(void **state)
     preon_config_dispose(&cfg);
 }
 
+/* A pooler with client_check_ms > 0 cannot work: refused at start-up, pointing at the line to change; with 0 it is
+ * valid, and the environment can make it so after the file. */
+static void test_pooler_needs_no_client_check(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[512] = "";
+    preon_config_init(&cfg);
+    assert_int_equal(cfg.database.pooler, PREON_POOLER_NONE);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), 0);
+    assert_int_equal(load(&cfg, "database:\n  pooler: transaction\n", err), 0);
+    assert_int_equal(cfg.database.pooler, PREON_POOLER_TRANSACTION);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), PREON_EINVAL);
+    assert_non_null(strstr(err, "t.yaml:2:11: database.client_check_ms 1000 cannot work with database.pooler: transaction"));
+    assert_non_null(strstr(err, "set database.client_check_ms: 0"));
+    assert_int_equal(load(&cfg, "database:\n  client_check_ms: 300\n", err), 0);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), PREON_EINVAL);
+    assert_non_null(strstr(err, "t.yaml:2:20: database.client_check_ms 300 cannot"));
+    char *env[] = {"PREON_DATABASE_CLIENT_CHECK_MS=0", NULL};
+    assert_int_equal(preon_config_apply_env(&cfg, env, err, sizeof(err)), 0);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), 0);
+    char *session[] = {"PREON_DATABASE_POOLER=session", "PREON_DATABASE_CLIENT_CHECK_MS=5", NULL};
+    assert_int_equal(preon_config_apply_env(&cfg, session, err, sizeof(err)), 0);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), PREON_EINVAL);
+    assert_non_null(strstr(err, "environment PREON_DATABASE_CLIENT_CHECK_MS: database.client_check_ms 5 cannot work with "
+                                "database.pooler: session"));
+    preon_config_dispose(&cfg);
+}
+
 static void test_env_unknown_key(void **state)
 {
     (void)state;
@@ -205,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_env_overrides),
         cmocka_unit_test(test_env_bad_value),
         cmocka_unit_test(test_env_unknown_key),
+        cmocka_unit_test(test_pooler_needs_no_client_check),
         cmocka_unit_test(test_print_hides_password),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
