@@ -34,11 +34,12 @@ GOALS = [
     ("fruits", ("fruits", "go-gin"), 3.0, "≥ 3× gin"),
     ("hello", ("hello", "bare"), 0.9, "≥ 0.9× bare responder"),
 ]
-NAMES = {"preon": "preon", "preon-c2": "preon, 2 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
+NAMES = {"preon": "preon", "preon-c2": "preon, 2 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
          "tfb-h2o-m4": "TFB h2o -m4", "go-gin": "go-gin", "bare": "bare epoll responder", "pgbench": "pgbench ceiling",
          "pgbench-one": "pgbench, 1 query per transaction"}
 TFB = ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4")
-PREON = ("preon", "preon-c2")
+PREON = ("preon", "preon-c2", "preon-c4")
+PREON_CPT = {"preon": 1, "preon-c2": 2, "preon-c4": 4}
 TFB_FLAG = {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m4": "-m4"}
 
 
@@ -161,8 +162,9 @@ class Table:
                 r = self.ratio(k, (k, "tfb-best"))
                 ratio = "%.2f×" % r if r else "–"
             mine = self.cell(k, "preon")
-            if batch and self.best_of(k, PREON) == "preon-c2":
-                mine += " (2 connections per thread)"
+            best = self.best_of(k, PREON) if batch else None
+            if best and best != "preon":
+                mine += " (%d connections per thread)" % PREON_CPT[best]
             row = [t["label"], mine, peer, ratio]
             if batch:
                 b = self.rps(k, "preon-batch")
