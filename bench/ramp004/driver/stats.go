@@ -10,14 +10,15 @@ import (
 // The outcome of one request: "ok" (a 2xx), or why it is KO.
 const (
 	kindOK      = "ok"
-	kindTimeout = "timeout"  // no complete answer within -timeout (includes the wait for a pooled connection)
-	kindRefused = "refused"  // connect() refused: the listen backlog overflowed or nothing listens
-	kindReset   = "reset"    // the connection was reset or closed before the answer
-	kind503     = "http_503" // 503: the target shed the request (preon: its queue bound, with Retry-After)
-	kind5xx     = "http_5xx" // other 5xx
-	kind4xx     = "http_4xx" // a 4xx: the journey's requests are valid, so this is the target's fault too
-	kindBody    = "bad_body" // a 2xx whose body the journey could not read (no id in a POST's answer)
-	kindOther   = "other"    // any other transport error
+	kindTimeout = "timeout"   // no complete answer within -timeout (includes the wait for a pooled connection)
+	kindRefused = "refused"   // connect() refused: the listen backlog overflowed or nothing listens
+	kindReset   = "reset"     // the connection was reset or closed before the answer
+	kind503     = "http_503"  // 503: the target shed the request (preon: its queue bound, with Retry-After)
+	kind5xx     = "http_5xx"  // other 5xx
+	kind4xx     = "http_4xx"  // a 4xx: the journey's requests are valid, so this is the target's fault too
+	kindBody    = "bad_body"  // a 2xx whose body the journey could not read (no id in a POST's answer)
+	kindLarge   = "too_large" // an answer over 1 MiB: an unbounded list (a service without paging)
+	kindOther   = "other"     // any other transport error
 )
 
 // sample is one finished request.
