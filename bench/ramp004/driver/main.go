@@ -164,9 +164,7 @@ func main() {
 		line := d.closeWindow(i, sched, int(atomic.LoadInt64(&active)), *lagBound, *breakP95, *breakKO)
 		winLines = append(winLines, line)
 		emit(line)
-		if line["behind"] == true && !stopped.Load() {
-			behind = append(behind, fmt.Sprintf("window at %.0f s: send lag p99 %.1f ms > %.0f ms", line["t"], line["lag_p99_ms"], *lagBound))
-		}
+		behind = checkBehind(behind, line, *lagBound)
 		if line["broken"] == true && broken < 0 && !stopped.Load() {
 			broken = i
 		}
@@ -182,6 +180,7 @@ func main() {
 		line := d.closeWindow(i, sched, 0, *lagBound, *breakP95, *breakKO)
 		winLines = append(winLines, line)
 		emit(line)
+		behind = checkBehind(behind, line, *lagBound)
 	}
 	sum := d.summary(span, atomic.LoadInt64(&started), atomic.LoadInt64(&finished), sched, winLines)
 	notStarted := sum["users_not_started"].(int)
@@ -200,6 +199,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "DRIVER FELL BEHIND: %v — the figures understate the load offered; this run does not count\n", behind)
 		os.Exit(3)
 	}
+}
+
+// checkBehind adds window `line`'s verdict to `behind` when its sends lagged over the bound.
+func checkBehind(behind []string, line map[string]interface{}, lagBound float64) []string {
+	if line["behind"] != true {
+		return behind
+	}
+	return append(behind, fmt.Sprintf("window at %.0f s: send lag p99 %.1f ms > %.0f ms", line["t"], line["lag_p99_ms"], lagBound))
 }
 
 // closeWindow computes window i's figures (one JSON line).
