@@ -8,6 +8,8 @@ each target failed, and the driver's own ceiling and send lag."""
 import os
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 import ramp_open
 import refdata
@@ -21,6 +23,17 @@ FULL = {"r4_r0": 1.0, "r4_r1": 800.0, "r4_s": 1100, "r4_think_s": 1.0, "r4_timeo
         "r4_stop_after": 6, "r4_drain_s": 15, "r4_max_conns": 4096, "r4_ceiling_s": 60, "r4_ceiling_r1": 2000.0}
 QUICK = {"r4_r0": 5.0, "r4_r1": 500.0, "r4_s": 90, "r4_think_s": 1.0, "r4_timeout_s": 10, "r4_seed_mb": 150,
          "r4_stop_after": 3, "r4_drain_s": 10, "r4_max_conns": 4096, "r4_ceiling_s": 30, "r4_ceiling_r1": 1500.0}
+
+
+def status(url, timeout=2):
+    """The status of GET url (4xx and 5xx too), or None when there is no answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
 
 
 def psql(pgdir, *args, stdin=None):
@@ -65,9 +78,9 @@ def measure_ceiling(runner, driver, p):
         deadline = time.monotonic() + 5
         while get("http://127.0.0.1:%d/hello" % port, 0.5) != 200 and time.monotonic() < deadline:
             time.sleep(0.05)
-        argv = ramp_open.driver_argv(driver, "http://127.0.0.1:%d" % port, 10, p["r4_ceiling_r1"], p["r4_ceiling_s"],
+        argv = ramp_open.driver_argv(driver, "http://127.0.0.1:%d" % port, 1, p["r4_ceiling_r1"], p["r4_ceiling_s"],
                                      p["r4_think_s"], p["r4_timeout_s"], 1, drain=5, max_conns=p["r4_max_conns"],
-                                     hello="/hello")
+                                     hello="/hello", window=5)
         rc, out = ramp_open.run(argv, p["r4_ceiling_s"] + p["r4_timeout_s"] + 60,
                                 os.path.join(ramp_open.OUT_DIR, "ceiling.log"))
     finally:
@@ -93,12 +106,16 @@ def s_ramp004(runner, i):
 
     def one(t):
         t.stop()  # a fresh start on the seeded table
-        # ready = a read by id answers: a service without paging would send the whole table to GET /fruits
-        db_path, t.db_path = t.db_path, "/fruits/1"
+        # ready = /hello answers, then a read by id answers anything but a 5xx (a service without paging would
+        # send the whole table to GET /fruits; the peers of 2026-12-01 have no GET /fruits/{id} at all: 404)
+        db_path, t.db_path = t.db_path, t.hello_path
         try:
             t.start()
         finally:
             t.db_path = db_path
+        deadline = time.monotonic() + 30
+        while (status(t.url + "/fruits/1") or 599) >= 500 and time.monotonic() < deadline:
+            time.sleep(0.1)
         pid = main_pid(t)
         sampler = Sampler(pid, postmaster_pid(pgdir))
         argv = ramp_open.driver_argv(driver, t.url, p["r4_r0"], p["r4_r1"], p["r4_s"], p["r4_think_s"], p["r4_timeout_s"],
@@ -117,7 +134,7 @@ def s_ramp004(runner, i):
             code = t.proc.returncode if t.proc else None
             exit_note = "OOM-killed or SIGKILLed (exit -9)" if code == -9 else "exited with %s during the run" % code
         else:
-            after = [get(t.url + "/hello", 5), get(t.url + "/fruits/1", 5)]
+            after = [status(t.url + "/hello", 5), status(t.url + "/fruits/1", 5)]
             exit_note = "stayed up (after the run: /hello %s, /fruits/1 %s)" % tuple(after)
         r["failed_how"] = ramp_open.failure_modes(out["summary"], exit_note)
         arrival_end = max((w["t"] for w in out["windows"] if (w.get("arrivals") or 0) > 0), default=None)
