@@ -240,7 +240,21 @@ def render(results, refs=None):
                        " — **DRIVER FELL BEHIND (%s): these figures understate the load offered**" % "; ".join(s.get("behind"))
                        if s.get("behind") else "", "/".join("%.1f" % x for x in r.get("loadavg_before", [])),
                        "/".join("%.1f" % x for x in r.get("loadavg_after", []))))
+    for n in names:
+        r = sc.get(n)
+        if isinstance(r, dict) and r.get("windows"):
+            out.extend(["", "#### %s, per 10-s window" % n, "", windows_table(r["windows"]).rstrip("\n")])
     return out
+
+
+def windows_table(windows):
+    """The driver's windows as a Markdown table: arrivals planned, active users, RPS, OK, KO, p95, send lag."""
+    rows = [[fmt(w["t"]), fmt(w.get("rate_planned"), "%.1f"), fmt(w.get("active_max"), "%d"), fmt(w.get("rps"), "%.1f"),
+             fmt(w.get("ok"), "%d"), fmt(w.get("ko"), "%d"), fmt(w.get("p95_ms"), "%.1f"), fmt(w.get("lag_p99_ms"), "%.1f"),
+             ", ".join("%s %d" % (k, v) for k, v in sorted((w.get("ko_by") or {}).items()) if v) or "-"]
+            for w in windows if w.get("requests")]
+    return md_table(["t (s)", "arrivals planned (users/s)", "active users", "RPS", "OK", "KO", "p95 (ms)",
+                     "send lag p99 (ms)", "KO by cause"], rows, ["r"] * 8 + ["l"])
 
 
 def charts(results, plot):

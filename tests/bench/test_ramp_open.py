@@ -106,6 +106,8 @@ class RenderTest(unittest.TestCase):
         self.assertIn("2800 req/s at 2600 active users (beyond it the driver fell behind)", text)
         self.assertIn("how it failed: timeouts 100; stayed up", text)
         self.assertNotIn("DRIVER FELL BEHIND", text)
+        self.assertIn("#### preon, per 10-s window", text)
+        self.assertIn("| 0 | 10.0 | 100 | 10.0 |", text)
         results["scenarios"]["ramp004"]["preon"]["summary"]["behind"] = ["window at 10 s: send lag p99 300 ms > 100 ms"]
         self.assertIn("DRIVER FELL BEHIND (window at 10 s", "\n".join(render(results)))
 
