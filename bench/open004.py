@@ -190,11 +190,11 @@ def render(results, refs=None):
            "got their answers; each runs a 14-request journey (5 writes) with think times %.1f s (uniform 0.5–1.5×) and "
            "leaves (docs/benchmarks.md). Table fruits: %s rows, %s MB (%s MB with its index). Per-request timeout %d s; "
            "all users share one connection pool of at most %d connections (bench/ramp004/driver). Saturation point: "
-           "the first 10-s window with p95 > %.0f ms or KO > %.0f %% (at least %d answers), as its peak of active "
-           "users and its planned arrival rate. RAM: the service's peak RSS; CPU %%: 100 = one core; PostgreSQL's: "
+           "the first of two 10-s windows in a row with p95 > %.0f ms or KO > %.0f %% (at least %d answers), as its "
+           "peak of active users and its planned arrival rate. RAM: the service's peak RSS; CPU %%: 100 = one core; PostgreSQL's: "
            "its postmaster and backends." % (
                p["r4_r0"], p["r4_r1"], p["r4_s"],
-               "%d windows after the first broken one" % p["r4_stop_after"] if p["r4_stop_after"] else "at the end",
+               "%d windows after the saturation window" % p["r4_stop_after"] if p["r4_stop_after"] else "at the end",
                p["r4_think_s"], fmt(db.get("rows"), "%d"), fmt((db.get("table_bytes") or 0) / 1e6 or None),
                fmt((db.get("total_bytes") or 0) / 1e6 or None), p["r4_timeout_s"], p["r4_max_conns"],
                ramp_open.BREAK_P95_MS, ramp_open.BREAK_KO_PCT, ramp_open.MIN_ANSWERS), ""]

@@ -3,9 +3,10 @@
 figures drawn from that output — the saturation point, how a target failed, and the driver's own ceiling.
 
 The saturation point, defined once here and used everywhere (run.py's ramp004 scenario, docs/benchmarks.md):
-the first window (10 s) of the arrival phase with at least MIN_ANSWERS answers in which the p95 response time
-exceeds 1,000 ms or more than 5 % of the answers are KO; it is reported as that window's peak of active users
-and its planned arrival rate (users/s).
+the first window (10 s) of the arrival phase that starts two broken windows in a row — broken: at least
+MIN_ANSWERS answers, and the p95 response time over 1,000 ms or more than 5 % of the answers KO (one broken window
+alone may be a stall of a shared machine); it is reported as that window's peak of active users and its planned
+arrival rate (users/s). The driver stops arrivals -stop-after windows after it.
 """
 import json
 import os
@@ -96,12 +97,12 @@ def broken(w):
 
 def saturation(windows, arrival_end_s=None):
     """The saturation point (see the module's comment): {"t", "users", "rate", "reason"} or None. Windows that start
-    at or after `arrival_end_s` (the drain, once users stop arriving) do not count."""
-    for w in windows:
+    at or after `arrival_end_s` (the drain, once users stop arriving) do not count, except as the second of a pair."""
+    for w, nxt in zip(windows, windows[1:]):
         if arrival_end_s is not None and w["t"] >= arrival_end_s:
             break
         why = broken(w)
-        if why:
+        if why and broken(nxt):
             return {"t": w["t"], "users": w.get("active_max"), "rate": w.get("rate_planned"), "reason": why}
     return None
 

@@ -47,16 +47,22 @@ class SaturationTest(unittest.TestCase):
         s = ramp_open.saturation(series)
         self.assertEqual((s["t"], s["users"], s["rate"]), (20, 2500, 250.5))
         self.assertIn("p95 1000 ms > 1000 ms", s["reason"])
-        s = ramp_open.saturation([win(0), win(10, ko=5.01, active=7)])
+        s = ramp_open.saturation([win(0), win(10, ko=5.01, active=7), win(20, p95=2000)])
         self.assertEqual(s["users"], 7)
         self.assertIn("KO 5.0 % > 5 %", s["reason"])
+
+    def test_one_broken_window_alone_is_a_stall_not_saturation(self):
+        series = [win(0), win(10, p95=1900), win(20), win(30, p95=1500, active=900), win(40, ko=50)]
+        self.assertEqual(ramp_open.saturation(series)["users"], 900)
+        self.assertIsNone(ramp_open.saturation(series[:3]))
+        self.assertIsNone(ramp_open.saturation([win(0, p95=5000)]))  # the last window has no successor
 
     def test_boundaries_and_exclusions(self):
         # exactly at the bounds is not broken; too few answers do not count; neither does the drain
         self.assertIsNone(ramp_open.saturation([win(0, p95=1000.0, ko=5.0)]))
         self.assertIsNone(ramp_open.saturation([win(0, requests=ramp_open.MIN_ANSWERS - 1, ko=100)]))
-        self.assertIsNone(ramp_open.saturation([win(0), win(10), win(20, ko=90)], arrival_end_s=20))
-        self.assertEqual(ramp_open.saturation([win(0), win(10, ko=90)], arrival_end_s=20)["t"], 10)
+        self.assertIsNone(ramp_open.saturation([win(0), win(10), win(20, ko=90), win(30, ko=90)], arrival_end_s=20))
+        self.assertEqual(ramp_open.saturation([win(0), win(10, ko=90), win(20, ko=90)], arrival_end_s=20)["t"], 10)
         self.assertIsNone(ramp_open.saturation([]))
 
     def test_p95_missing_is_not_broken(self):

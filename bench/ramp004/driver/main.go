@@ -60,7 +60,7 @@ func main() {
 	lagBound := flag.Float64("lag-bound", 100, "ms: a window whose send-lag p99 exceeds this means the driver fell behind")
 	breakP95 := flag.Float64("break-p95", 1000, "ms: a window with p95 above this is broken")
 	breakKO := flag.Float64("break-ko", 5, "%: a window with KO above this is broken")
-	stopAfter := flag.Int("stop-after", 0, "stop arriving this many windows after the first broken one (0: run the whole ramp)")
+	stopAfter := flag.Int("stop-after", 0, "stop arriving this many windows after the first of two broken ones in a row (0: run the whole ramp)")
 	drain := flag.Float64("drain", 15, "seconds after the last arrival during which users finish their journeys; then nothing more is sent")
 	hello := flag.String("hello", "", "ceiling mode: every step is GET of this path (a bare responder's)")
 	seed := flag.Int64("seed", 1, "random seed")
@@ -165,8 +165,9 @@ func main() {
 		winLines = append(winLines, line)
 		emit(line)
 		behind = checkBehind(behind, line, *lagBound)
-		if line["broken"] == true && broken < 0 && !stopped.Load() {
-			broken = i
+		// the target broke when two windows in a row are broken (one alone may be a stall of the shared machine)
+		if line["broken"] == true && i > 0 && winLines[i-1]["broken"] == true && broken < 0 && !stopped.Load() {
+			broken = i - 1
 		}
 		if *stopAfter > 0 && broken >= 0 && i >= broken+*stopAfter && !stopped.Load() {
 			stopped.Store(true)
