@@ -137,8 +137,7 @@ def s_ramp004(runner, i):
             after = [status(t.url + "/hello", 5), status(t.url + "/fruits/1", 5)]
             exit_note = "stayed up (after the run: /hello %s, /fruits/1 %s)" % tuple(after)
         r["failed_how"] = ramp_open.failure_modes(out["summary"], exit_note)
-        arrival_end = max((w["t"] for w in out["windows"] if (w.get("arrivals") or 0) > 0), default=None)
-        r["saturation"] = ramp_open.saturation(out["windows"], arrival_end + 10 if arrival_end is not None else None)
+        r["saturation"] = target_saturation(out["windows"])
         if rc == 3:
             log("ramp004: %s: DRIVER FELL BEHIND (%s): this target's figures understate the load offered" % (
                 t.name, "; ".join((out["summary"] or {}).get("behind") or [])))
@@ -153,6 +152,12 @@ def s_ramp004(runner, i):
 
 
 FUNCS = {"ramp004": s_ramp004}
+
+
+def target_saturation(windows):
+    """The saturation point of a target's windows; the windows after the last arrival (the drain) do not count."""
+    arrival_end = max((w["t"] for w in windows if (w.get("arrivals") or 0) > 0), default=None)
+    return ramp_open.saturation(windows, arrival_end + 10 if arrival_end is not None else None)
 
 
 def driver_failures(results):
@@ -199,6 +204,9 @@ def render(results, refs=None):
                fmt((db.get("total_bytes") or 0) / 1e6 or None), p["r4_timeout_s"], p["r4_max_conns"],
                ramp_open.BREAK_P95_MS, ramp_open.BREAK_KO_PCT, ramp_open.MIN_ANSWERS), ""]
     rows = []
+    for r in sc.values():  # from the windows, so that a re-render applies the definition of today
+        if isinstance(r, dict) and r.get("windows"):
+            r["saturation"] = target_saturation(r["windows"])
     for n in names:
         r = sc.get(n)
         s = (r or {}).get("summary") if isinstance(r, dict) else None

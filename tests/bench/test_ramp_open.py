@@ -101,7 +101,7 @@ class RenderTest(unittest.TestCase):
                                "ceiling": {"rps": 2800.0, "users": 2600, "reached": True, "lag_p50_ms": 0.6,
                                            "lag_p99_run_ms": 40.0, "lag_max_ms": 120.0}},
                    "scenarios": {"ramp004": {"preon": {
-                       "summary": summary, "windows": [win(0)], "peak_rss_kb": 56000, "cpu_pct": 80.0,
+                       "summary": summary, "windows": [win(0), win(40, p95=1321, active=4065, rate=252.5), win(50, p95=1500)], "peak_rss_kb": 56000, "cpu_pct": 80.0,
                        "max_threads": 4, "pg_cpu_pct": 95.0, "failed_how": "timeouts 100; stayed up",
                        "saturation": {"t": 40, "users": 4065, "rate": 252.5, "reason": "p95 1321 ms > 1000 ms"}}}}}
         text = "\n".join(render(results))
