@@ -313,6 +313,20 @@ def sat_cell(r):
     return "none"
 
 
+def published_004_rows(refs, metrics):
+    """Post 004's chapter-6 table as rows [system, PUBLISHED, value per metric] ("N/A" where the post has none)."""
+    rows = []
+    for system in refdata.systems(refs, "004", "chapter 6"):
+        cells = []
+        for m in metrics:
+            rs = [x for x in refs if x["post"] == "004" and x.get("table") == "chapter 6" and x["system"] == system
+                  and x["metric"] == m]
+            v = rs[0]["value"] if rs else None
+            cells.append("N/A" if v is None else refdata.num(v))
+        rows.append([system, PUBLISHED] + cells)
+    return rows
+
+
 def render_004(results, refs):
     names, sc, p = results["targets"], results["scenarios"], results["params"]
     out = ["", "### 004: ramp to %d users on the DB path" % p["ramp_users"], "",
@@ -336,14 +350,7 @@ def render_004(results, refs):
                      fmt(r["ko_pct"], "%.2f"), fmt(r["rps"], "%.1f"), fmt(r["p95_ms"], "%.1f"),
                      sat_cell(r), fmt(_mb(r.get("peak_rss_kb")), "%.1f"),
                      fmt(r.get("cpu_pct"), "%.0f"), fmt(r.get("max_threads"), "%d"), fmt(r.get("pg_cpu_pct"), "%.0f")])
-    for system in refdata.systems(refs, "004", "chapter 6"):
-        cells = []
-        for m in METRICS_004:
-            rs = [x for x in refs if x["post"] == "004" and x.get("table") == "chapter 6" and x["system"] == system
-                  and x["metric"] == m]
-            v = rs[0]["value"] if rs else None
-            cells.append("N/A" if v is None else refdata.num(v))
-        rows.append([system, PUBLISHED] + cells)
+    rows += published_004_rows(refs, METRICS_004)
     out.append(md_table(COLS_004, rows).rstrip("\n"))
     out.append("")
     for n in names:

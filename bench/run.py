@@ -28,6 +28,9 @@ The published suite (--suite published, bench/published.py) re-runs the five pos
 layouts beside the posts' figures (bench/reference/): build (cold and warm), 000, 001 and 004 (a ramp of users).
 `--target go` and `--target jvm` are the peer services in bench/peers/ (run.sh, build.sh); "preon,name=x,env='PREON_…=…'"
 is preon under another name with other settings (e.g. two preon targets side by side).
+ramp004 (only in --suite all; bench/open004.py): post 004 with an open workload — users arrive at a ramping
+rate, run a 14-request read/write journey on a ~150 MB table and leave, until each target breaks; exits 3 when the
+driver fell behind.
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
 import argparse
@@ -39,6 +42,7 @@ import statistics
 import subprocess
 import time
 
+import open004
 import published
 import published_docker
 from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, metric_table, preon_env,
@@ -47,7 +51,7 @@ from measure import main_pid as process_main_pid
 from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
 
 CLASSIC = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "matrix", "c10k"]
-SCENARIOS = CLASSIC + ["rounds"] + published.SCENARIOS
+SCENARIOS = CLASSIC + ["rounds"] + published.SCENARIOS + open004.SCENARIOS
 SUITES = {"classic": CLASSIC, "published": published.SCENARIOS, "all": SCENARIOS}
 PEERS = os.environ.get("PREON_BENCH_PEERS") or os.path.join(HERE, "peers")  # another folder: tests' stand-ins
 FIELDS = ("name", "start", "url", "db-path", "binary", "build", "clean", "cap", "artifact", "image", "preon", "env")
@@ -60,6 +64,8 @@ QUICK = {"hello_s": 2, "latency_s": 2, "ab_n": 2000, "starts": 2, "limit_s": 2, 
          "rounds_n": 1, "rounds_s": 2, "rounds_conns": "50,100"}
 FULL.update(published.FULL)
 QUICK.update(published.QUICK)
+FULL.update(open004.FULL)
+QUICK.update(open004.QUICK)
 
 def peer_spec(name):
     """The peer service bench/peers/<name>/ (run.sh, build.sh → build/) as a target spec."""
@@ -213,7 +219,7 @@ class Runner:
 
     def run(self, scenarios):
         for i, s in enumerate(scenarios):
-            fn = published.FUNCS.get(s)
+            fn = published.FUNCS.get(s) or open004.FUNCS.get(s)
             fn(self, i) if fn else getattr(self, "s_" + s.replace("-", "_"))(i)
         for t in self.targets:
             t.stop()
@@ -439,6 +445,9 @@ def render(results):
         if s in published.FUNCS:
             out.extend(published.render(results, s))
             continue
+        if s in open004.FUNCS:
+            out.extend(open004.render(results))
+            continue
         errors = [(n, sc[s][n]["error"], sc[s][n].get("log_tail", "")) for n in names
                   if isinstance(sc[s].get(n), dict) and "error" in sc[s][n]]
         if s in ("hello", "hello-latency", "c10k"):
@@ -572,6 +581,7 @@ def charts(results, outdir):
                  'set title "under memory limits: peak RSS (kB) and /hello requests/s"; set logscale y; set yrange [1:*]; '
                  'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead' % (2 * len(names) + 1))
     published.charts(results, plot)
+    open004.charts(results, plot)
     return written
 
 
@@ -630,6 +640,11 @@ def main():
     pngs = charts(results, out)
     report = render(results) + "".join("\n![%s](%s)\n" % (os.path.basename(p), os.path.basename(p)) for p in pngs)
     save(results, report, out)
+    failed = open004.driver_failures(results)
+    for name, why in failed:
+        log("RAMP004 RUN FAILED: the driver fell behind on %s: %s" % (name, why))
+    if failed:
+        raise SystemExit(3)
 
 
 if __name__ == "__main__":

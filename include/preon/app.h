@@ -11,7 +11,7 @@
 /* The service itself: its statements, its routes, and the handlers behind them (src/handlers/). */
 
 typedef enum {
-    PREON_STMT_FRUITS_ALL,
+    PREON_STMT_FRUITS_PAGE,
     PREON_STMT_FRUIT_BY_ID,
     PREON_STMT_FRUIT_INSERT,
     PREON_STMT_FRUIT_UPDATE,

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdio.h>
 #include <stdlib.h>
 #include "preon/app.h"
 #include "preon/body.h"
@@ -7,11 +8,13 @@
 #include "preon/reply.h"
 
 /* What a fruits query leaves for on_done: the JSON answer, already written into the request's pool, the row's id
- * for a Location header, and for writes how many rows the statement touched. Nothing here needs freeing. */
+ * for a Location header (for a page: its last row's), for writes how many rows the statement touched, and for a page
+ * its size asked and the rows it got. Nothing here needs freeing. */
 typedef struct {
     h2o_iovec_t body; /* {NULL, 0}: no row */
     long long id;
     long affected;
+    int limit, rows;
 } fruits_data_t;
 
 /* Writes result row `row` (id, name) as a JSON object into `out`; -1 (nothing written) if the name is not valid
@@ -53,6 +56,8 @@ static void on_list(preon_dbreq_t *r, size_t index, const preon_db_result_t *res
     }
     preon_sink_append(&out, "]", 1);
     d->body = h2o_iovec_init(out.buf, out.len);
+    d->rows = rows;
+    d->id = rows > 0 ? id : 0;
 }
 
 static void on_one(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
@@ -84,14 +89,41 @@ static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
     return 1;
 }
 
-static const preon_dbreq_ops_t list_ops = {on_list, on_done, NULL, 0};
+/* A full page may have a next one: it says where, as RFC 8288's Link (a short page is the last). */
+static void on_page(preon_dbreq_t *r, h2o_req_t *req)
+{
+    fruits_data_t *d = preon_dbreq_data(r);
+    if (d->rows == d->limit) {
+        char link[80];
+        int n = snprintf(link, sizeof(link), "</fruits?after=%lld&limit=%d>; rel=\"next\"", d->id, d->limit);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LINK, NULL, h2o_strdup(&req->pool, link, n).base, n);
+    }
+    preon_reply_text(req, 200, H2O_STRLIT("application/json"), d->body.base, d->body.len);
+}
+
+static const preon_dbreq_ops_t list_ops = {on_list, on_page, NULL, 0};
 static const preon_dbreq_ops_t one_ops = {on_one, on_done, NULL, 0};
 
-/* GET /fruits: every row, ordered by id. */
+/* GET /fruits[?after=ID&limit=N]: one page of rows in id order, keyset-paged (docs/api.md, "Paging"). */
 void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param)
 {
+    preon_page_t page;
+    char why[96], after[16], limit[16];
     (void)param;
-    preon_dbreq_run_one(req, PREON_STMT_FRUITS_ALL, 0, NULL, sizeof(fruits_data_t), &list_ops);
+    h2o_iovec_t qs = req->query_at == SIZE_MAX
+                         ? h2o_iovec_init("", 0)
+                         : h2o_iovec_init(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1);
+    if (preon_query_page(qs.base, qs.len, &page, why, sizeof(why)) != 0) {
+        preon_reply_error(req, 400, why);
+        return;
+    }
+    snprintf(after, sizeof(after), "%d", (int)page.after);
+    snprintf(limit, sizeof(limit), "%d", page.limit);
+    const char *params[] = {after, limit};
+    preon_dbreq_t *r = preon_dbreq_create(req, 1, sizeof(fruits_data_t), &list_ops);
+    ((fruits_data_t *)preon_dbreq_data(r))->limit = page.limit;
+    preon_dbreq_set(r, 0, PREON_STMT_FRUITS_PAGE, 0, 2, params);
+    preon_dbreq_run(r);
 }
 
 /* GET /fruits/{id}: one row, 404 if none, 400 if id is not a positive 32-bit integer. */

@@ -6,7 +6,8 @@
 #include "preon/reply.h"
 
 const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
-    [PREON_STMT_FRUITS_ALL] = {"fruits_all", "SELECT id, name FROM fruits ORDER BY id", 0},
+    /* keyset paging: rows after an id, in id order (the primary key's index serves both) */
+    [PREON_STMT_FRUITS_PAGE] = {"fruits_page", "SELECT id, name FROM fruits WHERE id > $1 ORDER BY id LIMIT $2", 2},
     [PREON_STMT_FRUIT_BY_ID] = {"fruit_by_id", "SELECT id, name FROM fruits WHERE id = $1", 1},
     [PREON_STMT_FRUIT_INSERT] = {"fruit_insert", "INSERT INTO fruits (name) VALUES ($1) RETURNING id, name", 1},
     [PREON_STMT_FRUIT_UPDATE] = {"fruit_update", "UPDATE fruits SET name = $2 WHERE id = $1 RETURNING id, name", 2},

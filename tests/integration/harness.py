@@ -70,6 +70,24 @@ def psql(sql, pgdir=None):
     return out.stdout.strip()
 
 
+def private_db(name):
+    """A database of its own on the shared cluster, with the fruits schema and rows, for DDL the others must not
+    see. Returns its URL."""
+    psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % name)
+    psql("CREATE DATABASE %s" % name)
+    for f in ("01-schema.sql", "02-seed.sql", "03-tfb.sql"):
+        with open(os.path.join(REPO, "sql", f)) as sql:
+            subprocess.run([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-d", name, "-v", "ON_ERROR_STOP=1"],
+                           stdin=sql, check=True, capture_output=True)
+    return pg_url().rsplit("/", 1)[0] + "/" + name
+
+
+def db_psql(name, sql):
+    out = subprocess.run([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-d", name, "-At", "-v", "ON_ERROR_STOP=1",
+                          "-c", sql], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
 def hold_lock(seconds, pgdir=None):
     """Locks table fruits from another session for `seconds` (reads of it wait), once the lock is surely taken.
     Returns the psql process holding it."""

@@ -14,30 +14,12 @@ import threading
 import time
 import unittest
 
-from harness import (PG_SH, REPO, SLOW, WRAPPER, Preon, free_port, main, measure, pg, pg_url, psql, read_response,
-                     require_env, scrape, value)
+from harness import (PG_SH, REPO, SLOW, WRAPPER, Preon, db_psql, free_port, main, measure, pg, pg_url, private_db, psql,
+                     read_response, require_env, scrape, value)
 
 
 # Time spans of the scenarios: under valgrind preon is slower, but these are mostly PostgreSQL's lock waits.
 F = 3 if WRAPPER else 1
-
-
-def private_db(name):
-    """A database of its own on the shared cluster, with the fruits schema and rows, for DDL the others must not
-    see. Returns its URL."""
-    psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % name)
-    psql("CREATE DATABASE %s" % name)
-    for f in ("01-schema.sql", "02-seed.sql", "03-tfb.sql"):
-        with open(os.path.join(REPO, "sql", f)) as sql:
-            subprocess.run([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-d", name, "-v", "ON_ERROR_STOP=1"],
-                           stdin=sql, check=True, capture_output=True)
-    return pg_url().rsplit("/", 1)[0] + "/" + name
-
-
-def db_psql(name, sql):
-    out = subprocess.run([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-d", name, "-At", "-v", "ON_ERROR_STOP=1",
-                          "-c", sql], check=True, capture_output=True, text=True)
-    return out.stdout.strip()
 
 
 def send_all(port, requests):
@@ -263,8 +245,8 @@ class DbEdgesTest(unittest.TestCase):
             holder.wait(timeout=30 * SLOW)
             self.assertEqual(result[0][0], 502, result[0])
             after = scrape(p)
-            lost = lambda s: value(s, "preon_db_queries_total", statement="fruits_all", outcome="connection_lost")
-            error = lambda s: value(s, "preon_db_queries_total", statement="fruits_all", outcome="error")
+            lost = lambda s: value(s, "preon_db_queries_total", statement="fruits_page", outcome="connection_lost")
+            error = lambda s: value(s, "preon_db_queries_total", statement="fruits_page", outcome="error")
             self.assertEqual(lost(after) - lost(before), 1)
             self.assertEqual(error(after), error(before))
             self.assertEqual(p.stop(), 0)

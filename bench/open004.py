@@ -1,0 +1,289 @@
+# SPDX-License-Identifier: MIT
+"""bench/run.py's `ramp004` scenario: post 004 with an open workload. Users arrive at a rate ramping from r0 to r1
+users/s (bench/ramp004/driver), each runs a 14-request journey with think times (reads by id, paged lists, POST,
+PUT, DELETE of its own rows; docs/benchmarks.md) against a fruits table seeded to ~150 MB, and leaves. Every
+target is driven past its saturation point (bench/ramp_open.py defines it) or to the cap r1; the report has the
+post's columns, the post's figures in rows of their own, charts of p95, KO % and RPS against active users, how
+each target failed, and the driver's own ceiling and send lag."""
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import ramp_open
+import refdata
+from measure import PG_SH, fmt, get, log, main_pid, md_table
+from published import Sampler, postmaster_pid, published_004_rows
+
+SCENARIOS = ["ramp004"]
+# The full schedule spans the post's ~1,100 s and ends at 800 users/s (about 10,000 users at once with 14-s
+# journeys, the post's active users); arrivals stop r4_stop_after windows past the first broken one (0: never).
+FULL = {"r4_r0": 1.0, "r4_r1": 800.0, "r4_s": 1100, "r4_think_s": 1.0, "r4_timeout_s": 60, "r4_seed_mb": 150,
+        "r4_stop_after": 6, "r4_drain_s": 15, "r4_max_conns": 4096, "r4_ceiling_s": 60, "r4_ceiling_r1": 2000.0}
+QUICK = {"r4_r0": 5.0, "r4_r1": 500.0, "r4_s": 90, "r4_think_s": 1.0, "r4_timeout_s": 10, "r4_seed_mb": 150,
+         "r4_stop_after": 3, "r4_drain_s": 10, "r4_max_conns": 4096, "r4_ceiling_s": 30, "r4_ceiling_r1": 1500.0}
+
+
+def status(url, timeout=2):
+    """The status of GET url (4xx and 5xx too), or None when there is no answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
+
+
+def psql(pgdir, *args, stdin=None):
+    return subprocess.run([PG_SH, "psql", pgdir, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", *args], input=stdin,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def seed(pgdir, mb):
+    """Seeds table fruits to about `mb` MB; returns {"rows", "max_id", "table_bytes", "total_bytes", "seconds"}."""
+    rows = int(mb * 1024 * 1024 / ramp_open.BYTES_PER_ROW)
+    t0 = time.monotonic()
+    with open(ramp_open.SEED_SQL) as f:
+        psql(pgdir, "-v", "rows=%d" % rows, stdin=f.read())
+    got = psql(pgdir, "-c", "SELECT count(*), max(id), pg_relation_size('fruits'), pg_total_relation_size('fruits') "
+                            "FROM fruits").split("|")
+    return {"rows": int(got[0]), "max_id": int(got[1]), "table_bytes": int(got[2]), "total_bytes": int(got[3]),
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+def tidy(pgdir, max_id):
+    """Removes what a target's users left (rows created by journeys cut short), so that the next target starts from
+    the same table."""
+    psql(pgdir, "-c", "DELETE FROM fruits WHERE id > %d" % max_id)
+    psql(pgdir, "-c", "VACUUM (ANALYZE) fruits")
+
+
+def restore(pgdir):
+    """The quickstart's 3 rows again, for the scenarios that follow in the same run."""
+    psql(pgdir, "-c", "TRUNCATE fruits RESTART IDENTITY")
+    with open(os.path.join(ramp_open.REPO, "sql", "02-seed.sql")) as f:
+        psql(pgdir, stdin=f.read())
+
+
+def measure_ceiling(runner, driver, p):
+    """The driver against the bare epoll responder (bench/limit/epoll_hello.c, 2 threads), journeys of the same
+    shape and think time, ramping steeply: the busiest window before its send lag exceeded the bound."""
+    from measure import free_port
+    port = free_port()
+    srv = subprocess.Popen([ramp_open.build_epoll_hello(), str(port), "2"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 5
+        while get("http://127.0.0.1:%d/hello" % port, 0.5) != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        argv = ramp_open.driver_argv(driver, "http://127.0.0.1:%d" % port, 1, p["r4_ceiling_r1"], p["r4_ceiling_s"],
+                                     p["r4_think_s"], p["r4_timeout_s"], 1, drain=5, max_conns=p["r4_max_conns"],
+                                     hello="/hello", window=5)
+        rc, out = ramp_open.run(argv, p["r4_ceiling_s"] + p["r4_timeout_s"] + 60,
+                                os.path.join(ramp_open.OUT_DIR, "ceiling.log"))
+    finally:
+        srv.terminate()
+        srv.wait()
+    c = ramp_open.ceiling(out["windows"])
+    s = out["summary"] or {}
+    c.update(exit=rc, argv=" ".join(argv[1:]), lag_p50_ms=s.get("lag_p50_ms"), lag_p99_run_ms=s.get("lag_p99_ms"),
+             lag_max_ms=s.get("lag_max_ms"), windows=out["windows"])
+    log("ramp004: the driver's ceiling against epoll_hello: %.0f req/s at %s users (%s)" % (
+        c["rps"], c["users"], "it fell behind beyond" if c["reached"] else "never fell behind: the ceiling is higher"))
+    return c
+
+
+def s_ramp004(runner, i):
+    p, pgdir = runner.p, runner.pgdir
+    driver = ramp_open.build_driver()
+    runner.results.setdefault("ramp004", {})["ceiling"] = measure_ceiling(runner, driver, p)
+    db = seed(pgdir, p["r4_seed_mb"])
+    runner.results["ramp004"]["database"] = db
+    log("ramp004: fruits seeded: %d rows, %.0f MB table, %.0f MB with its index, in %.0f s" % (
+        db["rows"], db["table_bytes"] / 1e6, db["total_bytes"] / 1e6, db["seconds"]))
+
+    def one(t):
+        t.stop()  # a fresh start on the seeded table
+        # ready = /hello answers, then a read by id answers anything but a 5xx (a service without paging would
+        # send the whole table to GET /fruits; the peers of 2026-12-01 have no GET /fruits/{id} at all: 404)
+        db_path, t.db_path = t.db_path, t.hello_path
+        try:
+            t.start()
+        finally:
+            t.db_path = db_path
+        deadline = time.monotonic() + 30
+        while (status(t.url + "/fruits/1") or 599) >= 500 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pid = main_pid(t)
+        sampler = Sampler(pid, postmaster_pid(pgdir))
+        argv = ramp_open.driver_argv(driver, t.url, p["r4_r0"], p["r4_r1"], p["r4_s"], p["r4_think_s"], p["r4_timeout_s"],
+                                     db["max_id"], p["r4_stop_after"], p["r4_drain_s"], p["r4_max_conns"])
+        load0 = os.getloadavg()
+        try:
+            rc, out = ramp_open.run(argv, p["r4_s"] + p["r4_drain_s"] + 2 * p["r4_timeout_s"] + 120,
+                                    os.path.join(ramp_open.OUT_DIR, "%s.log" % t.name))
+        finally:
+            res = sampler.stop()
+        r = {"driver_exit": rc, "argv": " ".join(argv[1:]), "loadavg_before": list(load0),
+             "loadavg_after": list(os.getloadavg()), "windows": out["windows"], "summary": out["summary"]}
+        r.update(res)
+        exit_note = None
+        if not t.alive():
+            code = t.proc.returncode if t.proc else None
+            exit_note = "OOM-killed or SIGKILLed (exit -9)" if code == -9 else "exited with %s during the run" % code
+        else:
+            after = [status(t.url + "/hello", 5), status(t.url + "/fruits/1", 5)]
+            exit_note = "stayed up (after the run: /hello %s, /fruits/1 %s)" % tuple(after)
+        r["failed_how"] = ramp_open.failure_modes(out["summary"], exit_note)
+        r["saturation"] = target_saturation(out["windows"])
+        if rc == 3:
+            log("ramp004: %s: DRIVER FELL BEHIND (%s): this target's figures understate the load offered" % (
+                t.name, "; ".join((out["summary"] or {}).get("behind") or [])))
+        t.stop()
+        tidy(pgdir, db["max_id"])
+        return r
+
+    try:
+        runner.each("ramp004", i, one, p["r4_s"] + p["r4_drain_s"] + 30, start=False)
+    finally:
+        restore(pgdir)
+
+
+FUNCS = {"ramp004": s_ramp004}
+
+
+def target_saturation(windows):
+    """The saturation point of a target's windows; the windows after the last arrival (the drain) do not count."""
+    arrival_end = max((w["t"] for w in windows if (w.get("arrivals") or 0) > 0), default=None)
+    return ramp_open.saturation(windows, arrival_end + 10 if arrival_end is not None else None)
+
+
+def driver_failures(results):
+    """The targets whose driver run failed (fell behind, could not start users, or crashed): [(target, why)]."""
+    out = []
+    for n, r in (results.get("scenarios", {}).get("ramp004") or {}).items():
+        if isinstance(r, dict) and r.get("driver_exit") not in (None, 0):
+            out.append((n, "; ".join((r.get("summary") or {}).get("behind") or []) or "driver exit %s" % r["driver_exit"]))
+    return out
+
+
+# ---------------------------------------------------------------- rendering
+
+COLS = ["target", "source", "ACTIVE USERS (max)", "TOTAL REQUESTS", "OK", "KO (%)", "RPS",
+        "RESPONSE TIME (95th pct) (ms)", "SATURATION POINT (users @ arrivals/s)", "RAM (MB)", "CPU (%)", "THREADS (MAX)",
+        "POSTGRES CPU (%)"]
+PUB_METRICS = ["active_users", "requests_total", "requests_ok", "ko", "requests_per_s", "response_time_p95",
+               "saturation_point", "memory", "cpu", "threads_max", "postgres_cpu"]
+
+
+def sat_text(s):
+    if not s:
+        return "not reached"
+    return "%s @ %s/s" % (fmt(s.get("users"), "%d"), fmt(s.get("rate"), "%.0f"))
+
+
+def render(results, refs=None):
+    refs = refs if refs is not None else refdata.load()
+    names, p = results["targets"], results["params"]
+    sc = results["scenarios"].get("ramp004", {})
+    extra = results.get("ramp004", {})
+    db, c = extra.get("database") or {}, extra.get("ceiling") or {}
+    out = ["", "### ramp004: post 004 with an open workload, every target past its saturation point", "",
+           "Users arrive at a rate ramping from %g to %g users/s over %d s (stopping %s), whether or not earlier users "
+           "got their answers; each runs a 14-request journey (5 writes) with think times %.1f s (uniform 0.5–1.5×) and "
+           "leaves (docs/benchmarks.md). Table fruits: %s rows, %s MB (%s MB with its index). Per-request timeout %d s; "
+           "all users share one connection pool of at most %d connections (bench/ramp004/driver). Saturation point: "
+           "the first of two 10-s windows in a row with p95 > %.0f ms or KO > %.0f %% (at least %d answers), as its "
+           "peak of active users and its planned arrival rate. RAM: the service's peak RSS; CPU %%: 100 = one core; PostgreSQL's: "
+           "its postmaster and backends." % (
+               p["r4_r0"], p["r4_r1"], p["r4_s"],
+               "%d windows after the saturation window" % p["r4_stop_after"] if p["r4_stop_after"] else "at the end",
+               p["r4_think_s"], fmt(db.get("rows"), "%d"), fmt((db.get("table_bytes") or 0) / 1e6 or None),
+               fmt((db.get("total_bytes") or 0) / 1e6 or None), p["r4_timeout_s"], p["r4_max_conns"],
+               ramp_open.BREAK_P95_MS, ramp_open.BREAK_KO_PCT, ramp_open.MIN_ANSWERS), ""]
+    rows = []
+    for r in sc.values():  # from the windows, so that a re-render applies the definition of today
+        if isinstance(r, dict) and r.get("windows"):
+            r["saturation"] = target_saturation(r["windows"])
+    for n in names:
+        r = sc.get(n)
+        s = (r or {}).get("summary") if isinstance(r, dict) else None
+        if not s:
+            rows.append([n, "measured here"] + ["-"] * (len(COLS) - 2))
+            continue
+        rows.append([n, "measured here", "%d" % s["max_active"], "%d" % s["requests"], "%d" % s["ok"],
+                     fmt(s["ko_pct"], "%.2f"), fmt(s["rps"], "%.1f"), fmt(s["p95_ms"], "%.1f"), sat_text(r.get("saturation")),
+                     fmt((r.get("peak_rss_kb") or 0) / 1024 or None, "%.1f"), fmt(r.get("cpu_pct"), "%.0f"),
+                     fmt(r.get("max_threads"), "%d"), fmt(r.get("pg_cpu_pct"), "%.0f")])
+    rows += published_004_rows(refs, PUB_METRICS)
+    out.append(md_table(COLS, rows).rstrip("\n"))
+    out.append("")
+    if c:
+        out.append("- the driver's own ceiling (the same journeys' shape, every request GET /hello, against the bare "
+                   "epoll responder of bench/limit/, on this machine at the same time): %s req/s at %s active users "
+                   "(%s); send lag over that run p50 %s ms, p99 %s ms, max %s ms." % (
+                       fmt(c.get("rps")), fmt(c.get("users"), "%d"),
+                       "beyond it the driver fell behind" if c.get("reached") else "it never fell behind: the ceiling "
+                       "is higher", fmt(c.get("lag_p50_ms"), "%.2f"), fmt(c.get("lag_p99_run_ms"), "%.1f"),
+                       fmt(c.get("lag_max_ms"), "%.1f")))
+    for n in names:
+        r = sc.get(n)
+        if not isinstance(r, dict):
+            continue
+        if "error" in r:
+            out.append("- **%s: %s**" % (n, r["error"]))
+            continue
+        s = r.get("summary") or {}
+        sat = r.get("saturation")
+        out.append("- %s: how it failed: %s. Saturation: %s. p50 %s ms, p99 %s ms; %s users arrived, %s journeys "
+                   "finished, %s steps skipped (their POST was KO). Driver: send lag p50 %s ms, p99 %s ms, max %s ms%s; "
+                   "load average %s before, %s after." % (
+                       n, r.get("failed_how"), "%s (%s, window at %s s)" % (sat_text(sat), sat["reason"], fmt(sat["t"]))
+                       if sat else "not reached", fmt(s.get("p50_ms"), "%.1f"), fmt(s.get("p99_ms"), "%.1f"),
+                       fmt(s.get("users_started"), "%d"), fmt(s.get("users_finished_journey"), "%d"),
+                       fmt(s.get("skipped_steps"), "%d"), fmt(s.get("lag_p50_ms"), "%.2f"), fmt(s.get("lag_p99_ms"), "%.1f"),
+                       fmt(s.get("lag_max_ms"), "%.1f"),
+                       " — **DRIVER FELL BEHIND (%s): these figures understate the load offered**" % "; ".join(s.get("behind"))
+                       if s.get("behind") else "", "/".join("%.1f" % x for x in r.get("loadavg_before", [])),
+                       "/".join("%.1f" % x for x in r.get("loadavg_after", []))))
+    for n in names:
+        r = sc.get(n)
+        if isinstance(r, dict) and r.get("windows"):
+            out.extend(["", "#### %s, per 10-s window" % n, "", windows_table(r["windows"]).rstrip("\n")])
+    return out
+
+
+def windows_table(windows):
+    """The driver's windows as a Markdown table: arrivals planned, active users, RPS, OK, KO, p95, send lag."""
+    rows = [[fmt(w["t"]), fmt(w.get("rate_planned"), "%.1f"), fmt(w.get("active_max"), "%d"), fmt(w.get("rps"), "%.1f"),
+             fmt(w.get("ok"), "%d"), fmt(w.get("ko"), "%d"), fmt(w.get("p95_ms"), "%.1f"), fmt(w.get("lag_p99_ms"), "%.1f"),
+             ", ".join("%s %d" % (k, v) for k, v in sorted((w.get("ko_by") or {}).items()) if v) or "-"]
+            for w in windows if w.get("requests")]
+    return md_table(["t (s)", "arrivals planned (users/s)", "active users", "RPS", "OK", "KO", "p95 (ms)",
+                     "send lag p99 (ms)", "KO by cause"], rows, ["r"] * 8 + ["l"])
+
+
+def charts(results, plot):
+    """p95, KO % and RPS against active users, per target (one line each)."""
+    names, sc = results["targets"], results["scenarios"].get("ramp004", {})
+    series = [(n, [w for w in sc[n]["windows"] if w.get("requests")]) for n in names
+              if isinstance(sc.get(n), dict) and sc[n].get("windows")]
+    series = [(n, ws) for n, ws in series if ws]
+    if not series:
+        return
+    blocks = "\n\n\n".join("# %s\n" % n + "\n".join("%d %.3f %.3f %.3f" % (
+        w.get("active_max") or 0, max(0.01, w.get("p95_ms") or 0), w.get("ko_pct") or 0, w.get("rps") or 0) for w in ws)
+        for n, ws in series)
+
+    def lines(col):
+        return ", ".join('"%%(dat)s" index %d using 1:%d with linespoints title "%s"' % (i, col, n)
+                         for i, (n, _) in enumerate(series))
+    common = 'set style data lines; set xlabel "active users"; '
+    plot("ramp004-p95", blocks + "\n", common + 'set title "ramp004: p95 response time against active users"; '
+         'set ylabel "ms"; set logscale y; set yrange [*:*]; plot ' + lines(2))
+    plot("ramp004-ko", blocks + "\n", common + 'set title "ramp004: KO %% against active users"; set ylabel "KO (%%)"; '
+         'set yrange [0:100]; plot ' + lines(3))
+    plot("ramp004-rps", blocks + "\n", common + 'set title "ramp004: requests/s against active users"; '
+         'set ylabel "requests/s"; plot ' + lines(4))

@@ -1,0 +1,3 @@
+module preon/bench/ramp004/driver
+
+go 1.19

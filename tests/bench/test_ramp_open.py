@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: MIT
+"""bench/ramp_open.py and the ramp004 driver: the driver's output parsed, the saturation point and the driver's
+ceiling on synthetic series, how a failure is told; then the driver itself (its Go unit tests, a short run against
+a server of known behaviour on 127.0.0.1, and a run that must fail loudly). No speed is asserted: the run that
+must succeed takes a lag bound no machine reaches."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+import ramp_open  # noqa: E402
+from open004 import render  # noqa: E402
+
+
+def win(t, requests=100, p95=10.0, ko=0.0, active=100, rate=10.0, behind=False, rps=None):
+    return {"type": "window", "t": t, "requests": requests, "p95_ms": p95, "ko_pct": ko, "active_max": active,
+            "rate_planned": rate, "behind": behind, "rps": rps if rps is not None else requests / 10.0}
+
+
+class ParseTest(unittest.TestCase):
+    def test_lines_of_each_kind_and_noise(self):
+        text = "\n".join([json.dumps({"type": "config", "r0": 1}), "not json", "{broken",
+                          json.dumps(win(0)), json.dumps(win(10, p95=None)), json.dumps({"type": "other"}),
+                          json.dumps({"type": "summary", "requests": 200}), ""])
+        out = ramp_open.parse_output(text)
+        self.assertEqual(out["config"], {"type": "config", "r0": 1})
+        self.assertEqual([w["t"] for w in out["windows"]], [0, 10])
+        self.assertIsNone(out["windows"][1]["p95_ms"])
+        self.assertEqual(out["summary"]["requests"], 200)
+
+    def test_no_summary_when_cut_short(self):
+        out = ramp_open.parse_output(json.dumps(win(0)) + "\n")
+        self.assertIsNone(out["summary"])
+        self.assertEqual(ramp_open.failure_modes(out["summary"], "exited with -9 during the run"),
+                         "exited with -9 during the run")
+
+
+class SaturationTest(unittest.TestCase):
+    def test_first_window_over_p95_or_ko(self):
+        series = [win(0, p95=5), win(10, p95=999.9, ko=5.0), win(20, p95=1000.1, active=2500, rate=250.5),
+                  win(30, ko=40)]
+        s = ramp_open.saturation(series)
+        self.assertEqual((s["t"], s["users"], s["rate"]), (20, 2500, 250.5))
+        self.assertIn("p95 1000 ms > 1000 ms", s["reason"])
+        s = ramp_open.saturation([win(0), win(10, ko=5.01, active=7), win(20, p95=2000)])
+        self.assertEqual(s["users"], 7)
+        self.assertIn("KO 5.0 % > 5 %", s["reason"])
+
+    def test_one_broken_window_alone_is_a_stall_not_saturation(self):
+        series = [win(0), win(10, p95=1900), win(20), win(30, p95=1500, active=900), win(40, ko=50)]
+        self.assertEqual(ramp_open.saturation(series)["users"], 900)
+        self.assertIsNone(ramp_open.saturation(series[:3]))
+        self.assertIsNone(ramp_open.saturation([win(0, p95=5000)]))  # the last window has no successor
+
+    def test_boundaries_and_exclusions(self):
+        # exactly at the bounds is not broken; too few answers do not count; neither does the drain
+        self.assertIsNone(ramp_open.saturation([win(0, p95=1000.0, ko=5.0)]))
+        self.assertIsNone(ramp_open.saturation([win(0, requests=ramp_open.MIN_ANSWERS - 1, ko=100)]))
+        self.assertIsNone(ramp_open.saturation([win(0), win(10), win(20, ko=90), win(30, ko=90)], arrival_end_s=20))
+        self.assertEqual(ramp_open.saturation([win(0), win(10, ko=90), win(20, ko=90)], arrival_end_s=20)["t"], 10)
+        self.assertIsNone(ramp_open.saturation([]))
+
+    def test_p95_missing_is_not_broken(self):
+        self.assertIsNone(ramp_open.broken(win(0, p95=None, ko=None)))
+
+
+class CeilingTest(unittest.TestCase):
+    def test_busiest_window_before_the_driver_fell_behind(self):
+        c = ramp_open.ceiling([win(0, rps=100, active=10), win(10, rps=300, active=30), win(20, rps=200),
+                               win(30, rps=900, behind=True), win(40, rps=1000)])
+        self.assertEqual((c["rps"], c["users"], c["reached"]), (300, 30, True))
+
+    def test_never_behind_means_a_lower_bound(self):
+        c = ramp_open.ceiling([win(0, rps=100), win(10, rps=50)])
+        self.assertEqual((c["rps"], c["reached"]), (100, False))
+        self.assertEqual(ramp_open.ceiling([win(0, behind=True)])["rps"], 0)
+
+
+class FailureModesTest(unittest.TestCase):
+    def test_causes_in_words(self):
+        s = {"ko_by": {"timeout": 7, "http_503": 3, "refused": 2}, "retry_after_503": 3}
+        self.assertEqual(ramp_open.failure_modes(s, None),
+                         "timeouts 7, refused connections 2, 503 3, of the 503s 3 with Retry-After; stayed up")
+        self.assertEqual(ramp_open.failure_modes({"ko_by": {}}, "exited with 139 during the run"),
+                         "no KO; exited with 139 during the run")
+
+
+class RenderTest(unittest.TestCase):
+    def test_report_has_the_posts_columns_and_rows(self):
+        summary = {"max_active": 4065, "requests": 1000, "ok": 900, "ko_pct": 10.0, "rps": 100.0, "p95_ms": 1500.0,
+                   "p50_ms": 3.0, "p99_ms": 2000.0, "users_started": 500, "users_finished_journey": 450,
+                   "skipped_steps": 4, "lag_p50_ms": 0.5, "lag_p99_ms": 20.0, "lag_max_ms": 90.0, "behind": [],
+                   "ko_by": {"timeout": 100}}
+        results = {"targets": ["preon"], "params": dict(ramp_open_params()),
+                   "ramp004": {"database": {"rows": 1709634, "table_bytes": 153608192, "total_bytes": 191881216},
+                               "ceiling": {"rps": 2800.0, "users": 2600, "reached": True, "lag_p50_ms": 0.6,
+                                           "lag_p99_run_ms": 40.0, "lag_max_ms": 120.0}},
+                   "scenarios": {"ramp004": {"preon": {
+                       "summary": summary, "windows": [win(0), win(40, p95=1321, active=4065, rate=252.5), win(50, p95=1500)], "peak_rss_kb": 56000, "cpu_pct": 80.0,
+                       "max_threads": 4, "pg_cpu_pct": 95.0, "failed_how": "timeouts 100; stayed up",
+                       "saturation": {"t": 40, "users": 4065, "rate": 252.5, "reason": "p95 1321 ms > 1000 ms"}}}}}
+        text = "\n".join(render(results))
+        self.assertIn("| preon | measured here | 4065 | 1000 | 900 | 10.00 | 100.0 | 1500.0 | 4065 @ 252/s | 54.7 | 80 | 4 | 95 |",
+                      text)
+        self.assertIn("| Quarkus Reactive + PG client, native executable | published (their hardware) | 10232 | 768017 |",
+                      text)
+        self.assertIn("2800 req/s at 2600 active users (beyond it the driver fell behind)", text)
+        self.assertIn("how it failed: timeouts 100; stayed up", text)
+        self.assertNotIn("DRIVER FELL BEHIND", text)
+        self.assertIn("#### preon, per 10-s window", text)
+        self.assertIn("| 0 | 10.0 | 100 | 10.0 |", text)
+        results["scenarios"]["ramp004"]["preon"]["summary"]["behind"] = ["window at 10 s: send lag p99 300 ms > 100 ms"]
+        self.assertIn("DRIVER FELL BEHIND (window at 10 s", "\n".join(render(results)))
+
+
+def ramp_open_params():
+    import open004
+    return open004.QUICK
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DriverTest(unittest.TestCase):
+    """The Go driver built from bench/ramp004/driver and run briefly on 127.0.0.1."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.driver = ramp_open.build_driver()
+        cls.port = free_port()
+        cls.server = subprocess.Popen([sys.executable, os.path.join(HERE, "ramp_server.py"), "--port", str(cls.port)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", cls.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("ramp_server.py did not start")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.terminate()
+        cls.server.wait()
+
+    def drive(self, *extra):
+        argv = ramp_open.driver_argv(self.driver, "http://127.0.0.1:%d" % self.port, 20, 20, 1, 0.01, 5, 1, drain=30,
+                                     hello="/hello") + list(extra)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        return p.returncode, ramp_open.parse_output(p.stdout), p.stderr
+
+    def test_go_unit_tests(self):
+        env = dict(os.environ, GOPROXY="off", GOFLAGS="-mod=mod", GOCACHE=os.path.join(ramp_open.OUT_DIR, "gocache"))
+        p = subprocess.run([ramp_open.go_binary(), "test", "."], cwd=ramp_open.DRIVER_SRC, env=env, capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_a_run_reports_every_request(self):
+        rc, out, err = self.drive("-lag-bound", "1e9")
+        self.assertEqual(rc, 0, err)
+        s = out["summary"]
+        self.assertEqual(out["config"]["users_planned"], 20)
+        self.assertEqual(s["users_started"], 20)
+        self.assertEqual(s["users_finished_journey"], 20)
+        self.assertEqual(s["requests"], 20 * 14)  # the journey's 14 steps, every one a GET /hello here
+        self.assertEqual((s["ok"], s["ko"], s["verdict"]), (280, 0, "ok"))
+        self.assertEqual(sum(w["requests"] for w in out["windows"]), s["requests"])
+        self.assertEqual(sum(w["arrivals"] for w in out["windows"]), 20)
+        self.assertGreaterEqual(s["lag_max_ms"], s["lag_p99_ms"])
+        self.assertGreaterEqual(s["lag_p99_ms"], s["lag_p50_ms"])
+        self.assertNotIn("DRIVER FELL BEHIND", err)
+
+    def test_users_it_could_not_start_fail_the_run(self):
+        rc, out, err = self.drive("-max-active", "1", "-think", "0.5")
+        self.assertEqual(rc, 3)
+        self.assertIn("DRIVER FELL BEHIND", err)
+        self.assertGreater(out["summary"]["users_not_started"], 0)
+        self.assertEqual(out["summary"]["verdict"], "driver fell behind")
+
+    def test_lag_over_the_bound_fails_the_run(self):
+        rc, out, err = self.drive("-lag-bound", "-1")
+        self.assertEqual(rc, 3)
+        self.assertIn("send lag p99", err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
