@@ -314,8 +314,8 @@ def render(results, s, refs=None):
             "(Gradle/Maven, their machines).")
     elif s == "000":
         pub = ["Quarkus JVM", "Quarkus native"]
-        warm = results["params"].get("warmup_s")
-        rows = [("requests/s" + (" (warm)" if warm else ""), [_get(sc, s, n, "rps") for n in names], "%.0f", True,
+        warm = results["params"].get("warmup_s")  # None in runs recorded before the warm-up
+        rows = [("requests/s" + (" (warm)" if warm is not None else ""), [_get(sc, s, n, "rps") for n in names], "%.0f", True,
                  [V(refs, "000", "requests_per_s", x) for x in pub])]
         if any(_get(sc, s, n, "cold") for n in names):
             rows += [("requests/s, cold: a fresh start, wrk at once (as the post ran)",
@@ -330,10 +330,10 @@ def render(results, s, refs=None):
                                                   if _get(sc, s, n, "rps") is not None else None for n in names], "%d", False,
                      ["-", "-"]))
         _table(out, "000: wrk -c50 -d%ds --latency /hello" % results["params"]["p000_s"], names, pub, rows,
-               "Post 000's layout (wrk's latency distribution). Warm: after a %s s warm-up (wrk on /hello, then on the "
-               "DB path), the figures of every row without \"cold\"; cold: the same wrk the moment a fresh start "
-               "answers, as the post ran it. Published: a Quarkus 1.13 route returning a string, on a 2017 MacBook Pro."
-               % results["params"].get("warmup_s", 0))
+               "Post 000's layout (wrk's latency distribution). %sPublished: a Quarkus 1.13 route returning a string, "
+               "on a 2017 MacBook Pro." % ("Warm: after a %s s warm-up (wrk on /hello, then on the DB path), the figures "
+                                           "of every row without \"cold\"; cold: the same wrk the moment a fresh start "
+                                           "answers, as the post ran it. " % warm if warm is not None else ""))
     elif s == "001":
         caps = results["params"]["caps_mib"]
         pub = refdata.systems(refs, "001", "JVM table") + refdata.systems(refs, "001", "native table")
@@ -354,9 +354,10 @@ def render(results, s, refs=None):
             rows.append(("memory (MB, cap %d MiB)" % mib, [_mb(_get(sc, s, n, "caps", str(mib), "memory_kb")) for n in names],
                          "%.1f", True, [V(refs, "001", "memory", x, condition="-Xmx%dm" % mib) for x in pub]))
         _table(out, "001: wrk -t10 -c50 -d%ds /hello, bare and capped" % results["params"]["p001_s"], names, pub, rows,
-               "Post 001's layout. Build time comes from the build scenario (cold). Every wrk run here is warm: after a "
-               "%s s warm-up (wrk on /hello, then on the DB path), capped runs too. Published: Spring and Quarkus "
-               "on an i5-10400; their caps are -Xmx (heap) flags." % results["params"].get("warmup_s", 0))
+               "Post 001's layout. Build time comes from the build scenario (cold). %sPublished: Spring and Quarkus "
+               "on an i5-10400; their caps are -Xmx (heap) flags." % (
+                   "Every wrk run here is warm: after a %s s warm-up (wrk on /hello, then on the DB path), capped runs "
+                   "too. " % results["params"]["warmup_s"] if "warmup_s" in results["params"] else ""))
         for n in names:
             for mib in caps:
                 row = _get(sc, s, n, "caps", str(mib))
