@@ -298,8 +298,8 @@ def render(results, s, refs=None):
     V = refdata.value
     if s == "build":
         pub = [("001", "Quarkus RESTEasy Reactive JVM", None), ("001", "Quarkus RESTEasy Reactive native", None),
-               ("004", "Quarkus Reactive + PG client, fast jar", "chapter 6"),
-               ("004", "Quarkus Reactive + PG client, native executable", "chapter 6")]
+               ("004", "Quarkus Reactive + R2DBC, fast jar", "chapter 6"),
+               ("004", "Quarkus Reactive + R2DBC, native executable", "chapter 6")]
         _table(out, "build time (posts 001 and 004)", names, ["%s %s" % (p, sy) for p, sy, _ in pub], [
             ("cold build (s): clean, then the build command", [_get(sc, s, n, "cold_s") for n in names], "%.1f", True,
              [V(refs, p, "build_time", sy, table=tb) for p, sy, tb in pub]),

@@ -76,7 +76,7 @@ class PublishedRenderTest(unittest.TestCase):
         self.assertIn("| TYPE | SOURCE | BUILD TIME (s) |", md)
         self.assertIn("| preon | measured here | 20.0 | 0.14 | 0.050 | 500 | 1000 | 990 | 1.00 | 100.0 | 12.5 | 420 | "
                       "10.0 | 55 | 4 | 30 |", md)
-        self.assertIn("| Quarkus Reactive + PG client, fast jar | published (their hardware) | 4 | N/A | 0.987 | 10246 | "
+        self.assertIn("| Quarkus Reactive + R2DBC, fast jar | published (their hardware) | 4 | N/A | 0.987 | 10246 | "
                       "828711 | 718773 | 13 | 755.434 | 13686 | 1971 | 1054 | 9 | 25 | 99 |", md)
         self.assertIn("SWAP", md)
         self.assertIn("from 450 users on the driver itself was the bottleneck", md)
