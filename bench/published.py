@@ -160,7 +160,7 @@ def s_000(runner, i):
         cold = wrk(t.url + "/hello", 50, s, threads=2)
         warm_up(t, w)
         return dict(wrk(t.url + "/hello", 50, s, threads=2), cold=cold, warmup_s=w)
-    runner.each("000", i, run, 2 * s + w)
+    runner.each("000", i, run, 2 * s + w, start=False)  # run() starts it afresh itself
 
 
 def s_001(runner, i):
