@@ -6,7 +6,7 @@ order of the targets alternated, medians and ratios against the first target), s
 script only spells the command; everything is measured and reported by bench/run.py.
 
   bench/compare.py                      # preon alone, 3 rounds of 10 s
-  bench/compare.py --peer go            # preon vs the Go gin service (--peer jvm: the JVM one)
+  bench/compare.py --peer go            # preon vs the Go gin service (--peer quarkus, spring-webflux, …: the others)
   bench/compare.py --observability      # preon with metrics and access logs off (first) and on (second)
   bench/compare.py --quick              # 1 round of 2 s, for a smoke test
 """
@@ -22,7 +22,7 @@ ALIASES = {"go-gin": "go"}
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--peer", action="append", default=[], help="peer service of bench/peers/ to compare with (go, jvm)")
+    ap.add_argument("--peer", action="append", default=[], help="peer service of bench/peers/ to compare with (go, quarkus, spring-webflux, spring-mvc)")
     ap.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--conns", default="50,100", help="wrk connection counts")

@@ -56,7 +56,7 @@ def render_published(results, refs, _=None):
         return cells
 
     q = "Quarkus RESTEasy Reactive"
-    nat = "Quarkus Reactive + PG client, native executable"
+    nat = "Quarkus Reactive + R2DBC, native executable"  # as chapter 6 labels it
     rows = [
         ["000: wrk -c50 -d20s /hello, req/s (p99)"] + each(
             lambda n: "{:,.0f} ({:.3g} ms)".format(sc["000"][n]["rps"], sc["000"][n]["p99"])) + [

@@ -15,14 +15,18 @@ import time
 import urllib.parse
 
 import refdata
-from measure import REPO, Cgroup, Target, dir_bytes, fmt, main_pid, md_table, metric_table, rss_kb, tree_cpu_s, wrk
+from measure import (REPO, Cgroup, Target, dir_bytes, fmt, get, jre_bytes, main_pid, md_table, metric_table, rss_kb,
+                     runtime_closure, tree_cpu_s, wrk)
 from ramp import run_ramp
 
-SCENARIOS = ["build", "000", "001", "004"]
+SCENARIOS = ["build", "000", "001", "003", "004"]
+# warmup_s: before each warm measured run, wrk on /hello then on the DB path for half of it each (a JVM compiles
+# its hot code then); p003_starts: fresh starts of post 003's first-request scenario.
 FULL = {"p000_s": 20, "p001_s": 60, "caps_mib": [32, 128], "p001_starts": 5, "ramp_users": 10000, "ramp_s": 180,
-        "ramp_hold_s": 30, "ramp_think_s": 2.0, "ramp_timeout_s": 10}
+        "ramp_hold_s": 30, "ramp_think_s": 2.0, "ramp_timeout_s": 10, "warmup_s": 20, "p003_starts": 5}
 QUICK = {"p000_s": 2, "p001_s": 2, "caps_mib": [32, 128], "p001_starts": 2, "ramp_users": 500, "ramp_s": 8,
-         "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5}
+         "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5, "warmup_s": 2, "p003_starts": 2}
+JVM_PEERS = ("quarkus", "spring-webflux", "spring-mvc")  # bench/peers/ targets whose artifact runs on the JRE
 PUBLISHED = "published (their hardware)"
 
 
@@ -95,6 +99,25 @@ def peak_rss_kb(t):
     return rss_kb(main_pid(t), "VmHWM")
 
 
+def warm_up(t, seconds):
+    """The stated warm-up before a warm measured run: wrk -t2 -c50 on /hello, then on the DB path, half each."""
+    if seconds > 0:
+        wrk(t.url + "/hello", 50, max(1, seconds // 2), threads=2)
+        wrk(t.url + t.db_path, 50, max(1, seconds - seconds // 2), threads=2)
+
+
+def closure_bytes(spec):
+    """The artifact with what it needs to run, one way for all: a binary with the shared libraries a slim Debian
+    image lacks; a JVM peer's jar or fast-jar folder with Debian's JRE 17 (measure.closure)."""
+    art = spec.get("artifact")
+    if not art or not os.path.exists(art):
+        return None
+    if spec.get("peer") in JVM_PEERS:
+        jre = jre_bytes()
+        return dir_bytes(art) + jre if jre is not None else None
+    return runtime_closure(art) if os.path.isfile(art) else dir_bytes(art)
+
+
 def s_build(runner, i):
     gocache = tempfile.mkdtemp(prefix="preon-bench-gocache-")
 
@@ -118,6 +141,7 @@ def s_build(runner, i):
         out = {"cold_s": timed(spec["build"]), "warm_s": timed(spec["build"])}
         if spec.get("artifact") and os.path.exists(spec["artifact"]):
             out["artifact_bytes"] = dir_bytes(spec["artifact"])
+            out["closure_bytes"] = closure_bytes(spec)
         return out
     try:
         runner.each("build", i, run, 60, start=False)
@@ -126,8 +150,17 @@ def s_build(runner, i):
 
 
 def s_000(runner, i):
-    s = runner.p["p000_s"]
-    runner.each("000", i, lambda t: wrk(t.url + "/hello", 50, s, threads=2), s)
+    """Cold as the post ran it (wrk the moment a fresh start answers), then warm (after the stated warm-up); the
+    warm run's figures are the row's, the cold run's are kept under "cold"."""
+    s, w = runner.p["p000_s"], runner.p["warmup_s"]
+
+    def run(t):
+        t.stop()
+        t.start()
+        cold = wrk(t.url + "/hello", 50, s, threads=2)
+        warm_up(t, w)
+        return dict(wrk(t.url + "/hello", 50, s, threads=2), cold=cold, warmup_s=w)
+    runner.each("000", i, run, 2 * s + w, start=False)  # run() starts it afresh itself
 
 
 def s_001(runner, i):
@@ -142,6 +175,7 @@ def s_001(runner, i):
             t.stop()
             starts.append(t.start()[0])
         out["start_s"] = statistics.median(starts)
+        warm_up(t, p["warmup_s"])
         out["rps"] = wrk(t.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
         out["memory_kb"] = peak_rss_kb(t)
         t.stop()
@@ -152,6 +186,8 @@ def s_001(runner, i):
             try:
                 limited, cg, row["how"] = capped(t, mib)
                 limited.start()
+                if limited.alive():
+                    warm_up(limited, p["warmup_s"])
                 row["rps"] = wrk(limited.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
                 if limited.alive():
                     row["memory_kb"] = peak_rss_kb(limited)
@@ -167,7 +203,35 @@ def s_001(runner, i):
                     cg.remove()
             out["caps"][str(mib)] = row
         return out
-    runner.each("001", i, run, (1 + len(p["caps_mib"])) * (p["p001_s"] + 2))
+    runner.each("001", i, run, (1 + len(p["caps_mib"])) * (p["p001_s"] + p["warmup_s"] + 2))
+
+
+def timed_get(url):
+    """Seconds one GET takes (a new connection, as a user's next click), and its status."""
+    t0 = time.monotonic()
+    status = get(url, 60)
+    return time.monotonic() - t0, status
+
+
+def s_003(runner, i):
+    """Post 003: a fresh start (the process's exec, or docker run for an image) → first 200 on /hello and on the DB
+    path, then the same two requests again; medians of several starts."""
+    n = runner.p["p003_starts"]
+
+    def run(t):
+        rows = []
+        for _ in range(n):
+            t.stop()
+            hello_s, db_s = t.start(timeout=180)
+            repeat_db, status_db = timed_get(t.url + t.db_path)
+            repeat_hello, status_hello = timed_get(t.url + "/hello")
+            if (status_db, status_hello) != (200, 200):
+                raise RuntimeError("repeat requests answered %s (DB path) and %s (/hello)" % (status_db, status_hello))
+            rows.append((hello_s, db_s, repeat_hello, repeat_db))
+        med = [statistics.median(r[k] for r in rows) * 1000 for k in range(4)]
+        return {"starts": n, "first_hello_ms": med[0], "first_db_ms": med[1], "repeat_hello_ms": med[2],
+                "repeat_db_ms": med[3], "first_db_max_ms": max(r[1] for r in rows) * 1000}
+    runner.each("003", i, run, 10 * n, start=False)
 
 
 def s_004(runner, i):
@@ -190,7 +254,7 @@ def s_004(runner, i):
     runner.each("004", i, run, p["ramp_s"] + p["ramp_hold_s"] + 10)
 
 
-FUNCS = {"build": s_build, "000": s_000, "001": s_001, "004": s_004}
+FUNCS = {"build": s_build, "000": s_000, "001": s_001, "003": s_003, "004": s_004}
 
 
 # ---------------------------------------------------------------- rendering
@@ -234,22 +298,29 @@ def render(results, s, refs=None):
     V = refdata.value
     if s == "build":
         pub = [("001", "Quarkus RESTEasy Reactive JVM", None), ("001", "Quarkus RESTEasy Reactive native", None),
-               ("004", "Quarkus Reactive + PG client, fast jar", "chapter 6"),
-               ("004", "Quarkus Reactive + PG client, native executable", "chapter 6")]
+               ("004", "Quarkus Reactive + R2DBC, fast jar", "chapter 6"),
+               ("004", "Quarkus Reactive + R2DBC, native executable", "chapter 6")]
         _table(out, "build time (posts 001 and 004)", names, ["%s %s" % (p, sy) for p, sy, _ in pub], [
             ("cold build (s): clean, then the build command", [_get(sc, s, n, "cold_s") for n in names], "%.1f", True,
              [V(refs, p, "build_time", sy, table=tb) for p, sy, tb in pub]),
             ("warm build (s): the build command again", [_get(sc, s, n, "warm_s") for n in names], "%.1f", True,
              ["-"] * len(pub)),
             ("artifact (MB)", [(_get(sc, s, n, "artifact_bytes") or 0) / 1e6 or None for n in names], "%.2f", True,
-             [V(refs, p, "artifact_size", sy, table=tb) for p, sy, tb in pub])],
+             [V(refs, p, "artifact_size", sy, table=tb) for p, sy, tb in pub]),
+            ("artifact + runtime closure (MB): shared libraries a slim Debian lacks; for a jar, the JRE 17",
+             [(_get(sc, s, n, "closure_bytes") or 0) / 1e6 or None for n in names], "%.2f", True, ["-"] * len(pub))],
             "Build commands run under `nice -n 10`; warm = the same command again at once (caches and build folder "
             "kept; Go's GOCACHE is a fresh folder for the cold build). Published times are the posts' own builds "
             "(Gradle/Maven, their machines).")
     elif s == "000":
         pub = ["Quarkus JVM", "Quarkus native"]
-        rows = [("requests/s", [_get(sc, s, n, "rps") for n in names], "%.0f", True,
+        warm = results["params"].get("warmup_s")  # None in runs recorded before the warm-up
+        rows = [("requests/s" + (" (warm)" if warm is not None else ""), [_get(sc, s, n, "rps") for n in names], "%.0f", True,
                  [V(refs, "000", "requests_per_s", x) for x in pub])]
+        if any(_get(sc, s, n, "cold") for n in names):
+            rows += [("requests/s, cold: a fresh start, wrk at once (as the post ran)",
+                      [_get(sc, s, n, "cold", "rps") for n in names], "%.0f", True, ["-", "-"]),
+                     ("latency p99 (ms), cold", [_get(sc, s, n, "cold", "p99") for n in names], "%.2f", True, ["-", "-"])]
         for k in ("p50", "p75", "p90", "p99"):
             rows.append(("latency %s (ms)" % k, [_get(sc, s, n, k) for n in names], "%.2f", True,
                          [V(refs, "000", "latency_" + k, x) for x in pub]))
@@ -259,8 +330,10 @@ def render(results, s, refs=None):
                                                   if _get(sc, s, n, "rps") is not None else None for n in names], "%d", False,
                      ["-", "-"]))
         _table(out, "000: wrk -c50 -d%ds --latency /hello" % results["params"]["p000_s"], names, pub, rows,
-               "Post 000's layout (wrk's latency distribution). Published: a Quarkus 1.13 route returning a string, "
-               "on a 2017 MacBook Pro.")
+               "Post 000's layout (wrk's latency distribution). %sPublished: a Quarkus 1.13 route returning a string, "
+               "on a 2017 MacBook Pro." % ("Warm: after a %s s warm-up (wrk on /hello, then on the DB path), the figures "
+                                           "of every row without \"cold\"; cold: the same wrk the moment a fresh start "
+                                           "answers, as the post ran it. " % warm if warm is not None else ""))
     elif s == "001":
         caps = results["params"]["caps_mib"]
         pub = refdata.systems(refs, "001", "JVM table") + refdata.systems(refs, "001", "native table")
@@ -281,14 +354,34 @@ def render(results, s, refs=None):
             rows.append(("memory (MB, cap %d MiB)" % mib, [_mb(_get(sc, s, n, "caps", str(mib), "memory_kb")) for n in names],
                          "%.1f", True, [V(refs, "001", "memory", x, condition="-Xmx%dm" % mib) for x in pub]))
         _table(out, "001: wrk -t10 -c50 -d%ds /hello, bare and capped" % results["params"]["p001_s"], names, pub, rows,
-               "Post 001's layout. Build time comes from the build scenario (cold). Published: Spring and Quarkus "
-               "on an i5-10400; their caps are -Xmx (heap) flags.")
+               "Post 001's layout. Build time comes from the build scenario (cold). %sPublished: Spring and Quarkus "
+               "on an i5-10400; their caps are -Xmx (heap) flags." % (
+                   "Every wrk run here is warm: after a %s s warm-up (wrk on /hello, then on the DB path), capped runs "
+                   "too. " % results["params"]["warmup_s"] if "warmup_s" in results["params"] else ""))
         for n in names:
             for mib in caps:
                 row = _get(sc, s, n, "caps", str(mib))
                 if isinstance(row, dict):
                     out.append("- %s, cap %d MiB: %s%s" % (n, mib, row.get("how", "not applied"),
                                                           "" if row.get("result") == "ok" else " → " + row["result"]))
+    elif s == "003":
+        pub = ["Quarkus JVM", "Quarkus native"]
+        cond = "Kubernetes pod with 512 MB RAM"
+        rows = [("start → first 200 on /hello (ms)", [_get(sc, s, n, "first_hello_ms") for n in names], "%.1f", True,
+                 [V(refs, "003", "pod_startup_time", x, condition=cond) for x in pub]),
+                ("start → first 200 on the DB path (ms)", [_get(sc, s, n, "first_db_ms") for n in names], "%.1f", True,
+                 [V(refs, "003", "first_request_time", x, condition=cond) for x in pub]),
+                ("start → first 200 on the DB path, slowest start (ms)", [_get(sc, s, n, "first_db_max_ms") for n in names],
+                 "%.1f", True, ["-", "-"]),
+                ("repeat request on the DB path (ms)", [_get(sc, s, n, "repeat_db_ms") for n in names], "%.2f", True,
+                 [V(refs, "003", "second_request_time", x, condition=cond) for x in pub]),
+                ("repeat request on /hello (ms)", [_get(sc, s, n, "repeat_hello_ms") for n in names], "%.2f", True,
+                 ["-", "-"])]
+        _table(out, "003: start → first request → repeat request", names, pub, rows,
+               "Post 003's scenario, median of %s fresh starts: the process's exec (or docker run) until the first 200 "
+               "on /hello, then on the DB path (polled), then one more GET of each on a new connection. Published: a "
+               "Kubernetes pod (512 MB) serving GraphQL pages; its first row is the pod's start."
+               % results["params"].get("p003_starts"))
     elif s == "004":
         out.extend(render_004(results, refs))
         return out

@@ -26,7 +26,8 @@ startup is then docker run → first 200 and the container's exec → first 200)
 PGHOST/PGPORT/PGDATABASE/PGUSER of the same private PostgreSQL, an image also PREON_* and PORT. Targets take turns in each scenario (A B, then B A), on loopback only, every run bounded in time.
 The published suite (--suite published, bench/published.py) re-runs the five posts' tables in their own
 layouts beside the posts' figures (bench/reference/): build (cold and warm), 000, 001 and 004 (a ramp of users).
-`--target go` and `--target jvm` are the peer services in bench/peers/ (run.sh, build.sh); "preon,name=x,env='PREON_…=…'"
+`--target go`, `quarkus`, `quarkus-native`, `spring-webflux` and `spring-mvc` are the peer services in bench/peers/
+(run.sh, build.sh: the posts' own stacks at pinned versions); "preon,name=x,env='PREON_…=…'"
 is preon under another name with other settings (e.g. two preon targets side by side).
 ramp004 (only in --suite all; bench/open004.py): post 004 with an open workload — users arrive at a ramping
 rate, run a 14-request read/write journey on a ~150 MB table and leave, until each target breaks; exits 3 when the
@@ -46,7 +47,7 @@ import open004
 import published
 import published_docker
 from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, metric_table, preon_env,
-                     private_postgres_dir, results_header, rss_kb, save, threads, wrk)
+                     private_postgres_dir, results_header, rss_kb, runtime_closure, save, threads, wrk)
 from measure import main_pid as process_main_pid
 from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
 
@@ -67,14 +68,25 @@ QUICK.update(published.QUICK)
 FULL.update(open004.FULL)
 QUICK.update(open004.QUICK)
 
+# The peer services of bench/peers/: (what would be shipped, under build/: sized by the build and 001 scenarios;
+# how each takes a {mib} MiB heap/memory cap). The JVMs' artifacts leave out the JRE: footprint's runtime closure
+# and the image size count it.
+PEER_TARGETS = {
+    "go": ("go-peer", "GOMEMLIMIT={mib}MiB"),  # gin + pgx/v5, a static binary
+    "quarkus": ("quarkus-app", "JAVA_OPTS=-Xmx{mib}m"),  # the fast-jar folder
+    "quarkus-native": ("quarkus-peer-runner", "NATIVE_OPTS=-Xmx{mib}m"),  # a GraalVM native executable, if built
+    "spring-webflux": ("spring-webflux-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
+    "spring-mvc": ("spring-mvc-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
+}
+
+
 def peer_spec(name):
     """The peer service bench/peers/<name>/ (run.sh, build.sh → build/) as a target spec."""
     d = os.path.join(PEERS, name)
+    artifact, cap = PEER_TARGETS[name]
     return {"name": name, "peer": name, "db-path": "/fruits", "build": "bash %s" % shlex.quote(os.path.join(d, "build.sh")),
             "clean": "rm -rf %s" % shlex.quote(os.path.join(d, "build")),
-            # what would be shipped: Go's static binary; the JVM's jar (Debian's JDK and jars beside it not counted)
-            "artifact": os.path.join(d, "build", {"go": "go-peer", "jvm": "jvm-peer.jar"}.get(name, "")),
-            "cap": {"go": "GOMEMLIMIT={mib}MiB", "jvm": "JAVA_OPTS=-Xmx{mib}m"}.get(name)}
+            "artifact": os.path.join(d, "build", artifact), "cap": cap}
 
 
 def preon_spec():
@@ -87,8 +99,8 @@ def preon_spec():
 
 def parse_target(spec):
     """"name=x,start='cmd args',url=http://…,db-path=/fruits", or "name=x,image=repo:tag[,url=…]" (a container,
-    run with docker run --network host) → dict. "preon" alone means preon itself, "go" and
-    "jvm" the peer services of bench/peers/. Optional: build='cmd' (timed by the build scenario), clean='cmd' (run
+    run with docker run --network host) → dict. "preon" alone means preon itself, "go", "quarkus",
+    "quarkus-native", "spring-webflux" and "spring-mvc" the peer services of bench/peers/. Optional: build='cmd' (timed by the build scenario), clean='cmd' (run
     before the cold build), artifact=PATH (file or folder whose size is reported), cap='…' (how the target takes a
     {mib} MiB heap cap: NAME=value is set in its environment, e.g. JAVA_OPTS=-Xmx{mib}m; anything else is put in
     place of {cap} in start=, or appended to it; without cap=, a cgroup memory cap as root), binary=PATH."""
@@ -99,7 +111,7 @@ def parse_target(spec):
         for key in ("start", "url"):
             del out[key]
         return out
-    if spec in ("go", "jvm"):
+    if spec in PEER_TARGETS:
         return peer_spec(spec)
     lexer = shlex.shlex(spec, posix=True)
     lexer.whitespace = ","
@@ -166,20 +178,6 @@ def make_peer(t, pgport, pgdir, build_first):
 def main_pid(t):
     """The service's own process: a container's first process, or the start command's (measure.main_pid)."""
     return t.pid() if isinstance(t, ImageTarget) else process_main_pid(t)
-
-
-def runtime_closure(binary):
-    """Bytes of the binary plus every shared library it loads that a slim Debian image lacks (the ones whose
-    package has Priority other than required)."""
-    total = os.path.getsize(binary)
-    out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
-    for lib in [l.split("=>")[1].split("(")[0].strip() for l in out.splitlines() if "=>" in l and "/" in l]:
-        pkg = subprocess.run(["dpkg", "-S", "*/" + os.path.basename(lib)], capture_output=True, text=True).stdout
-        pkg = pkg.split(":")[0] if pkg else ""
-        prio = subprocess.run(["dpkg-query", "-W", "-f=${Priority}", pkg], capture_output=True, text=True).stdout if pkg else ""
-        if prio != "required":
-            total += os.path.getsize(os.path.realpath(lib))
-    return total
 
 
 class Runner:
@@ -588,7 +586,7 @@ def charts(results, outdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", action="append", default=[],
-                    help="preon, go, jvm, or name=…,start='…',url=…[,db-path=…,build=…,clean=…,artifact=…,cap=…]")
+                    help="preon, go, quarkus, quarkus-native, spring-webflux, spring-mvc, or name=…,start='…',url=…[,db-path=…,build=…,clean=…,artifact=…,cap=…]")
     ap.add_argument("--suite", choices=sorted(SUITES), default="classic",
                     help="classic: the first 7 scenarios (the default); published: build, 000, 001, 004; all")
     ap.add_argument("--scenario", default=None, help="comma-separated, from: " + ", ".join(SCENARIOS))

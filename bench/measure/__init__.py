@@ -6,12 +6,14 @@ tests (tests/integration/harness.py): it never imports either. Modules:
   load      wrk, ab and pgbench runs and the parsers of their output
   proc      /proc readers: RSS, CPU seconds, threads, process trees; file sizes
   report    progress log, results header, Markdown tables, results.json + report.md
+  closure   an artifact's runtime closure: shared libraries a slim image lacks, the JRE of a jar
 """
 __all__ = ["ab", "parse_ab", "parse_pgbench", "parse_wrk", "pgbench", "wrk", "cpu_s", "cpu_share", "dir_bytes",
            "main_pid", "rss_kb", "stripped_size", "threads", "tree", "tree_cpu_s", "fmt", "log", "md_table", "metric_table", "ratio",
            "results_header", "save", "HERE", "PG_SH", "REPO", "V1", "Cgroup", "Target", "build_preon", "free_port",
-           "get", "hand_over", "preon_env", "private_postgres", "private_postgres_dir"]
+           "get", "hand_over", "preon_env", "private_postgres", "private_postgres_dir", "jre_bytes", "runtime_closure"]
 
+from .closure import jre_bytes, runtime_closure  # noqa: F401
 from .load import ab, parse_ab, parse_pgbench, parse_wrk, pgbench, wrk  # noqa: F401
 from .proc import (cpu_s, cpu_share, dir_bytes, main_pid, rss_kb, stripped_size, threads, tree,  # noqa: F401
                    tree_cpu_s)

@@ -97,7 +97,7 @@ class Target:
         except OSError:
             return ""
 
-    def start(self, timeout=60):
+    def start(self, timeout=180):  # a JVM on a busy shared machine can take a minute
         """Starts the service; returns (seconds to first 200 on /hello (hello_path), seconds to first 200 on the DB
         path)."""
         t0 = time.monotonic()

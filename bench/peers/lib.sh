@@ -37,12 +37,38 @@ peers_report() {
     echo "$name: $what in $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s"
 }
 
-# What run.sh does before it execs the service in DIR: build it if needed (to stderr, so that stdout stays the
-# service's), and export DATABASE_URL.
+# What run.sh does before it execs the service in DIR: no build (a start time measures the service alone),
+# only a check that ARTIFACT exists, and DATABASE_URL exported.
 peers_prepare() {
-    "$1/build.sh" >&2
+    [ -e "$2" ] || { echo "$2 not built: run $1/build.sh first" >&2; exit 127; }
     DATABASE_URL=$(peers_database_url)
     export DATABASE_URL
+}
+
+# Builds the Maven project in DIR (its pom.xml pins every version) into DIR/build unless OUTPUT is newer than its
+# sources and the peers' shared classes (jvm-common/, spring-common/). Installs Debian's Maven and JDK 17 first;
+# resolves from Maven Central into ~/.m2 on the first build, offline (-o) from that cache once a build of this
+# pom.xml has succeeded. Extra arguments go to mvn.
+peers_maven() {
+    local name=$1 dir=$2 out=$3 start
+    shift 3
+    start=$(date +%s.%N)
+    # shellcheck disable=SC2046 # one file name per line, no spaces in them
+    if ! peers_stale "$out" "$dir/pom.xml" "$dir/build.sh" $(find "$dir/src" "$dir"/../*-common -type f); then
+        peers_report "$name" "$start" "up to date"
+        return 0
+    fi
+    peers_need maven openjdk-17-jdk-headless
+    local m2=${MAVEN_REPO:-$HOME/.m2/repository} mark
+    mark="$m2/.preon-peer-$name-$(sha1sum "$dir/pom.xml" | cut -c1-12)"
+    local offline=()
+    [ -e "$mark" ] && offline=(-o)
+    (cd "$dir" && JAVA_HOME=${PEERS_JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64} \
+        mvn -B -q -Dstyle.color=never "${offline[@]}" -Dmaven.repo.local="$m2" -DskipTests package "$@")
+    mkdir -p "$m2" && touch "$mark"
+    [ -e "$out" ] || { echo "$name: mvn package made no $out" >&2; return 1; }
+    touch "$out"
+    peers_report "$name" "$start" "built"
 }
 
 # DATABASE_URL for the services: as given; else built from libpq's PGHOST/PGPORT/PGUSER/PGPASSWORD/PGDATABASE
@@ -55,4 +81,11 @@ peers_database_url() {
     else
         echo "postgresql://postgres@127.0.0.1:25432/preon"
     fi
+}
+
+# What a JVM peer's run.sh does: exec java on JAR (JAVA_OPTS: JVM flags), so that the JVM has run.sh's PID.
+peers_exec_java() {
+    peers_prepare "$1" "$2"
+    # shellcheck disable=SC2086 # JAVA_OPTS is a list of flags
+    exec java ${JAVA_OPTS:-} -jar "$2"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench/run.py's wiring of --target go and --target jvm (bench/peers/<name>/run.sh and build.sh), with stand-ins
+# bench/run.py's wiring of --target go and --target quarkus (bench/peers/<name>/run.sh and build.sh), with stand-ins
 # in a temp folder (PREON_BENCH_PEERS) that serve /hello and /fruits with tests/bench/ramp_server.py and record the
 # environment they were started with: the published scenarios must build them, start them on a free port against
 # the private PostgreSQL (DATABASE_URL as scripts/pg.sh url prints it, POOL_SIZE), give each its own memory cap
@@ -13,8 +13,8 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 PEERS=$(mktemp -d)
 trap 'rm -rf "$PEERS"' EXIT
-for name in go jvm; do
-    artifact=$([ "$name" = go ] && echo go-peer || echo jvm-peer.jar) # what bench/run.py sizes as the artifact
+for name in go quarkus; do
+    artifact=$([ "$name" = go ] && echo go-peer || echo quarkus-app) # what bench/run.py sizes as the artifact
     mkdir -p "$PEERS/$name"
     cat >"$PEERS/$name/build.sh" <<BUILD
 #!/usr/bin/env bash
@@ -30,14 +30,14 @@ echo "PORT=\$PORT DATABASE_URL=\$DATABASE_URL POOL_SIZE=\$POOL_SIZE JAVA_OPTS=\$
 exec "$PY" "\$(dirname "\$0")/build/server.py"
 RUN
 done
-PREON_BENCH_PEERS=$PEERS "$PY" "$REPO/bench/run.py" --quick --scenario build,000,001,004 --target go --target jvm --out "$OUT/run"
+PREON_BENCH_PEERS=$PEERS "$PY" "$REPO/bench/run.py" --quick --scenario build,000,001,004 --target go --target quarkus --out "$OUT/run"
 "$PY" - "$OUT" <<'PYCHECK'
 import json, re, sys
 out = sys.argv[1]
 r = json.load(open(out + "/run/results.json"))
 sc = r["scenarios"]
-assert r["targets"] == ["go", "jvm"], r["targets"]
-for n, how in (("go", "GOMEMLIMIT=%dMiB"), ("jvm", "JAVA_OPTS=-Xmx%dm")):
+assert r["targets"] == ["go", "quarkus"], r["targets"]
+for n, how in (("go", "GOMEMLIMIT=%dMiB"), ("quarkus", "JAVA_OPTS=-Xmx%dm")):
     b = sc["build"][n]
     assert b["cold_s"] > 0 and b["warm_s"] > 0 and b["artifact_bytes"] > 1000, b
     assert sc["000"][n]["rps"] > 0 and sc["000"][n]["p99"] is not None, sc["000"][n]
@@ -53,13 +53,13 @@ for n, how in (("go", "GOMEMLIMIT=%dMiB"), ("jvm", "JAVA_OPTS=-Xmx%dm")):
     for line in filter(None, env):
         m = re.match(r"PORT=(\d+) DATABASE_URL=postgresql://postgres@127\.0\.0\.1:(\d+)/preon POOL_SIZE=(\d+) ", line)
         assert m, line
-    caps = [l for l in env if ("-Xmx" if n == "jvm" else "GOMEMLIMIT=3") in l]
+    caps = [l for l in env if ("-Xmx" if n == "quarkus" else "GOMEMLIMIT=3") in l]
     assert len(caps) >= 1, env
 report = open(out + "/run/report.md").read()
 for title in ("### build time", "### 000", "### 001", "### 004"):
     section = report.split(title, 1)[1].split("\n### ", 1)[0]
     assert "published (their hardware)" in section, title
-    assert "**go:" not in section and "**jvm:" not in section, section
+    assert "**go:" not in section and "**quarkus:" not in section, section
 PYCHECK
 # compare.py's --peer goes to the same folder (go-gin is the old name of the Go peer)
 PREON_BENCH_PEERS=$PEERS "$PY" "$REPO/bench/compare.py" --quick --peer go-gin --out "$OUT/compare"

@@ -78,11 +78,15 @@ class ParsingTest(unittest.TestCase):
         preon = parse_target("preon")
         self.assertEqual((preon["name"], preon["preon"], preon["db-path"]), ("preon", True, "/fruits"))
         self.assertIn("cmake --build", preon["build"])
-        for peer, cap in (("go", "GOMEMLIMIT={mib}MiB"), ("jvm", "JAVA_OPTS=-Xmx{mib}m")):
+        artifacts = {"go": "go-peer", "quarkus": "quarkus-app", "spring-webflux": "spring-webflux-peer.jar",
+                     "spring-mvc": "spring-mvc-peer.jar", "quarkus-native": "quarkus-peer-runner"}
+        for peer, cap in (("go", "GOMEMLIMIT={mib}MiB"), ("quarkus", "JAVA_OPTS=-Xmx{mib}m"),
+                          ("spring-webflux", "JAVA_OPTS=-Xmx{mib}m"), ("spring-mvc", "JAVA_OPTS=-Xmx{mib}m"),
+                          ("quarkus-native", "NATIVE_OPTS=-Xmx{mib}m")):
             t = parse_target(peer)
             self.assertEqual((t["name"], t["peer"], t["db-path"], t["cap"]), (peer, peer, "/fruits", cap))
             self.assertTrue(t["build"].endswith("bench/peers/%s/build.sh" % peer), t["build"])
-            self.assertTrue(t["artifact"].endswith("bench/peers/%s/build/%s" % (peer, {"go": "go-peer", "jvm": "jvm-peer.jar"}[peer])),
+            self.assertTrue(t["artifact"].endswith("bench/peers/%s/build/%s" % (peer, artifacts[peer])),
                         t["artifact"])
         t = parse_target("name=q,start='java {cap} -jar q.jar',url=http://127.0.0.1:9,build='gradle build',cap=-Xmx{mib}m,"
                          "artifact=build/q.jar,clean='rm -rf build'")

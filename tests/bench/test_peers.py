@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""bench/peers/: the Go and JVM services build from Debian packages, answer /hello and /fruits with preon's bytes,
-keep answers in request order, hold their pool to POOL_SIZE, answer a database error with a 5xx, start without a
-database and end with status 0 on SIGTERM.
+"""bench/peers/: the posts' stacks (Quarkus, Spring WebFlux, Spring MVC, Go gin; Quarkus native when it builds)
+build from their registries, answer /hello, /fruits (with paging and its 400s) and the CRUD with preon's bytes and
+status codes, keep answers in request order, hold their pool to POOL_SIZE, answer a database error with a 5xx,
+start without a database and end on SIGTERM. A peer whose toolchain cannot be installed here (build.sh exits 77)
+is skipped with its reason.
 
 Environment: PREON_BIN, PREON_REPO (tests/CMakeLists.txt); PREON_TEST_PGDIR (scripts/test.sh), or, without it,
 a private PostgreSQL started here in a temp folder.
@@ -23,6 +25,9 @@ import unittest
 REPO = os.environ.get("PREON_REPO") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEERS = os.path.join(REPO, "bench", "peers")
 ROLE = "peers_test"  # the peers connect as this role, so their backends can be counted
+# SIGTERM's exit status after an orderly shutdown: 0, or 143 from a JVM whose shutdown hooks ran (Spring Boot)
+OK_EXIT = (0, 143)
+START_S = 180  # a JVM peer starts in seconds, but in minutes on a machine shared with other builds
 # Every kind of character jansson escapes or keeps as it is: the peers must give preon's bytes for it.
 ODD_NAME = 'odd "q" \\ / <b>&amp; \t\n\r\b\f \x01\x1b\x1f\x7f ñ 水果 \u2028 \U0001F34D'
 
@@ -80,7 +85,7 @@ class Peer:
     def start(self):
         self.proc = subprocess.Popen([os.path.join(PEERS, self.name, "run.sh")], env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, cwd=tempfile.gettempdir())
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("%s exited with %d at start:\n%s" % (self.name, self.proc.returncode, self.output()))
@@ -90,7 +95,7 @@ class Peer:
             except OSError:
                 time.sleep(0.05)
         self.kill()
-        raise AssertionError("%s did not answer /hello within 60 s:\n%s" % (self.name, self.output()))
+        raise AssertionError("%s did not answer /hello within %d s:\n%s" % (self.name, START_S, self.output()))
 
     def output(self):
         with open(self.log.name, errors="replace") as f:
@@ -113,6 +118,32 @@ class Peer:
     def cleanup(self):
         self.kill()
         os.unlink(self.log.name)
+
+
+def request(port, method, path, body=None, ctype="application/json"):
+    """One request on a new connection: (status, headers as a dict with lower-case names, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, body=body, headers={"Content-Type": ctype} if body is not None else {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def rows_of(body):
+    """The rows of a /fruits body as their JSON bytes: a row's quote characters inside strings are escaped, so
+    '},{"id":' only ever separates two rows."""
+    inner = body[1:-1]
+    if not inner:
+        return []
+    parts = inner[1:-1].split(b'},{"id":')
+    return [b"{" + (p if i == 0 else b'"id":' + p) + b"}" for i, p in enumerate(parts)]
+
+
+def page(rows, link=None):
+    """The answer the paging contract gives for these rows: (status, Content-Type, Link, body)."""
+    return 200, "application/json", link, b"[" + b",".join(rows) + b"]"
 
 
 def backends():
@@ -145,7 +176,10 @@ class PeerTests:
 
     @classmethod
     def setUpClass(cls):
-        built = subprocess.run([os.path.join(PEERS, cls.NAME, "build.sh")], capture_output=True, text=True)
+        built = subprocess.run([os.path.join(PEERS, cls.NAME, "build.sh")], capture_output=True, text=True,
+                               timeout=1200)
+        if built.returncode == 77:  # the toolchain cannot be installed or cannot build here: build.sh says why
+            raise unittest.SkipTest("SKIP %s: %s" % (cls.NAME, (built.stdout + built.stderr).strip()[-600:]))
         if built.returncode != 0:
             raise AssertionError("%s/build.sh failed:\n%s%s" % (cls.NAME, built.stdout, built.stderr))
         print(built.stdout.strip(), file=sys.stderr)
@@ -155,7 +189,7 @@ class PeerTests:
     def tearDownClass(cls):
         try:
             rc = cls.peer.stop()
-            if rc != 0:
+            if rc not in OK_EXIT:
                 raise AssertionError("%s exited with %s after SIGTERM:\n%s" % (cls.NAME, rc, cls.peer.output()))
         finally:
             cls.peer.cleanup()
@@ -171,16 +205,66 @@ class PeerTests:
         self.assertEqual(json.loads(body), json.loads(table))  # the table, not merely what preon says
         self.assertIn(ODD_NAME, [f["name"] for f in json.loads(body)])
 
+    def test_paging_is_preons(self):
+        rows = rows_of(get(PREON.port, "/fruits")[2])
+        self.assertGreaterEqual(len(rows), 4)
+        first, second = (json.loads(r)["id"] for r in rows[:2])
+        cases = {
+            "/fruits?limit=2": page(rows[:2], '</fruits?after=%d&limit=2>; rel="next"' % second),
+            "/fruits?after=%d&limit=1000" % first: page(rows[1:]),  # a short page: no Link
+            "/fruits?limit=0": (400, "application/json", None,
+                                b'{"error":"limit: must be an integer from 1 to 1000","status":400}'),
+            "/fruits?after=-1": (400, "application/json", None,
+                                 b'{"error":"after: must be an integer from 0 to 2147483647","status":400}'),
+        }
+        preon_pages = request(PREON.port, "GET", "/fruits?limit=0")[0] == 400  # preon with the paging contract
+        for path, want in cases.items():
+            status, headers, body = request(self.peer.port, "GET", path)
+            got = (status, headers.get("content-type"), headers.get("link"), body)
+            self.assertEqual(got, want, path)
+            if preon_pages:
+                status, headers, body = request(PREON.port, "GET", path)
+                self.assertEqual(got, (status, headers.get("content-type"), headers.get("link"), body), path)
+
+    def test_crud_as_preon(self):
+        status, headers, body = request(self.peer.port, "POST", "/fruits", b'{"name":"Peer \\"fig\\""}')
+        self.assertEqual((status, headers.get("content-type")), (201, "application/json"), body)
+        fid = json.loads(body)["id"]
+        self.assertEqual(headers.get("location"), "/fruits/%d" % fid)
+        self.assertEqual(body, b'{"id":%d,"name":"Peer \\"fig\\""}' % fid)
+        self.assertEqual(request(self.peer.port, "GET", "/fruits/%d" % fid)[::2], (200, body))
+        self.assertEqual(request(self.peer.port, "PUT", "/fruits/%d" % fid, b'{"name":"Lime","id":7}')[::2],
+                         (200, b'{"id":%d,"name":"Lime"}' % fid))
+        self.assertEqual(psql("SELECT name FROM fruits WHERE id = %d" % fid), "Lime")
+        self.assertEqual(request(self.peer.port, "DELETE", "/fruits/%d" % fid)[::2], (204, b""))
+        missing = "/fruits/%d" % fid
+        for method, body in (("GET", None), ("PUT", b'{"name":"x"}'), ("DELETE", None)):
+            answers = [request(port, method, missing, body) for port in (self.peer.port, PREON.port)]
+            self.assertEqual([(s, b) for s, _, b in answers], [(404, b'{"error":"no fruit with that id","status":404}')] * 2,
+                             method)
+        for method, path, body, ctype in (("GET", "/fruits/abc", None, None), ("DELETE", "/fruits/0", None, None),
+                                          ("GET", "/fruits/2147483648", None, None),
+                                          ("POST", "/fruits", b'{"name":"Fig"}', "text/plain"),
+                                          ("POST", "/fruits", b"", "application/json"),
+                                          ("POST", "/fruits", b"[1]", "application/json"),
+                                          ("POST", "/fruits", b'{"name":5}', "application/json"),
+                                          ("POST", "/fruits", b'{"name":""}', "application/json"),
+                                          ("PUT", "/fruits/1", b'{"name":"Fig","color":"red"}', "application/json"),
+                                          ("POST", "/fruits", b'{"name":"\xff"}', "application/json"),
+                                          ("POST", "/fruits", json.dumps({"name": "x" * 256}).encode(), "application/json")):
+            answers = [request(port, method, path, body, ctype or "application/json") for port in (self.peer.port, PREON.port)]
+            self.assertEqual([(s, h.get("content-type"), b) for s, h, b in answers][0],
+                             [(s, h.get("content-type"), b) for s, h, b in answers][1], (method, path, body))
+        status, _, body = request(self.peer.port, "POST", "/fruits", b"{oops", "application/json")
+        self.assertEqual(status, 400)
+        self.assertTrue(json.loads(body)["error"].startswith("body is not valid JSON: "), body)
+
     def test_answers_in_request_order(self):
         hello, fruits = get(PREON.port, "/hello")[2], get(PREON.port, "/fruits")[2]
         order = ["/fruits", "/hello", "/fruits", "/hello", "/hello", "/fruits"]
         self.assertEqual(pipelined(self.peer.port, order), [fruits if p == "/fruits" else hello for p in order])
 
     def test_pool_holds_pool_size(self):
-        deadline = time.monotonic() + 15
-        while backends() != 3 and time.monotonic() < deadline:  # HikariCP fills its pool in the background
-            time.sleep(0.1)
-        self.assertEqual(backends(), 3)
         errors = []
 
         def hammer():
@@ -193,7 +277,7 @@ class PeerTests:
         for t in threads:
             t.join()
         self.assertEqual(errors, [])
-        self.assertEqual(backends(), 3)
+        self.assertIn(backends(), (1, 2, 3))  # some pools open on demand (Quarkus), none beyond POOL_SIZE
 
     def test_database_error_is_5xx(self):
         # database "postgres" has no table fruits: the query fails, /hello still answers
@@ -204,7 +288,7 @@ class PeerTests:
             self.assertTrue(500 <= status < 600, (status, body))
             self.assertIn(b"fruits", body)  # the database's message: relation "fruits" does not exist
             self.assertEqual(get(peer.port, "/hello")[2], b"Hello")
-            self.assertEqual(peer.stop(), 0)
+            self.assertIn(peer.stop(), OK_EXIT)
         finally:
             peer.cleanup()
 
@@ -213,7 +297,7 @@ class PeerTests:
         try:
             peer.start()
             self.assertTrue(500 <= get(peer.port, "/fruits", timeout=30)[0] < 600)
-            self.assertEqual(peer.stop(), 0)
+            self.assertIn(peer.stop(), OK_EXIT)
         finally:
             peer.cleanup()
 
@@ -226,7 +310,7 @@ class PeerTests:
             idle.request("GET", "/fruits")
             self.assertEqual(idle.getresponse().read()[:1], b"[")  # a keep-alive connection left open
             t0 = time.monotonic()
-            self.assertEqual(peer.stop(), 0, peer.output())
+            self.assertIn(peer.stop(), OK_EXIT, peer.output())
             self.assertLess(time.monotonic() - t0, 15)
             idle.close()
             with self.assertRaises(OSError):
@@ -239,8 +323,29 @@ class GoPeer(PeerTests, unittest.TestCase):
     NAME = "go"
 
 
-class JvmPeer(PeerTests, unittest.TestCase):
-    NAME = "jvm"
+class QuarkusPeer(PeerTests, unittest.TestCase):
+    NAME = "quarkus"
+
+
+class QuarkusNativePeer(PeerTests, unittest.TestCase):
+    NAME = "quarkus-native"
+
+    @classmethod
+    def setUpClass(cls):
+        # Its toolchain, GraalVM's native-image, is neither a Debian package nor runnable from Maven Central: without
+        # one, build.sh's try (3 min) ends in the error bench/peers/README.md records.
+        if not os.environ.get("GRAALVM_HOME") and not shutil.which("native-image"):
+            raise unittest.SkipTest("SKIP quarkus-native: no GraalVM native-image here (GRAALVM_HOME unset, none on "
+                                    "PATH); bench/peers/README.md has the build's command and error")
+        super().setUpClass()
+
+
+class SpringWebfluxPeer(PeerTests, unittest.TestCase):
+    NAME = "spring-webflux"
+
+
+class SpringMvcPeer(PeerTests, unittest.TestCase):
+    NAME = "spring-mvc"
 
 
 PREON = None
@@ -250,7 +355,8 @@ def setUpModule():
     global PREON
     require_env()
     psql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '%s') THEN CREATE ROLE %s LOGIN; END IF; END $$;"
-         " GRANT SELECT ON fruits TO %s" % (ROLE, ROLE, ROLE))
+         " GRANT SELECT, INSERT, UPDATE, DELETE ON fruits TO %s; GRANT USAGE ON SEQUENCE fruits_id_seq TO %s"
+         % (ROLE, ROLE, ROLE, ROLE))
     psql("INSERT INTO fruits(name) VALUES ($q$%s$q$)" % ODD_NAME)
     PREON = Preon().start()
 
@@ -262,7 +368,8 @@ def tearDownModule():
             PREON.stop()
             PREON.cleanup()
     finally:
-        psql("REVOKE ALL ON fruits FROM %s; DROP ROLE IF EXISTS %s" % (ROLE, ROLE))
+        psql("REVOKE ALL ON fruits FROM %s; REVOKE ALL ON SEQUENCE fruits_id_seq FROM %s; DROP ROLE IF EXISTS %s"
+             % (ROLE, ROLE, ROLE))
 
 
 if __name__ == "__main__":

@@ -25,12 +25,14 @@ def results():
             "params": dict(published.QUICK), "scenarios": {
                 "build": {"preon": {"cold_s": 20.0, "warm_s": 1.0, "artifact_bytes": 140000}, "go": DOWN},
                 "000": {"preon": {"rps": 20000.0, "p50": 1.0, "p75": 2.0, "p90": 3.0, "p99": 4.0, "requests": 40000,
-                                  "non2xx": 0, "socket_errors": 0}, "go": DOWN},
+                                  "non2xx": 0, "socket_errors": 0, "cold": {"rps": 15000.0, "p99": 9.0}}, "go": DOWN},
                 "001": {"preon": {"artifact_bytes": 140000, "start_s": 0.06, "rps": 25000.0, "memory_kb": 9000,
                                   "caps": {"32": {"rps": 22000.0, "memory_kb": 9100, "result": "ok",
                                                   "how": "cgroup memory.max 32 MiB"},
                                            "128": {"rps": None, "memory_kb": None, "result": "OOM",
                                                    "how": "cgroup memory.max 128 MiB"}}}, "go": DOWN},
+                "003": {"preon": {"starts": 2, "first_hello_ms": 20.0, "first_db_ms": 30.0, "first_db_max_ms": 35.0,
+                                  "repeat_hello_ms": 1.5, "repeat_db_ms": 2.5}, "go": DOWN},
                 "004": {"preon": RAMP, "go": DOWN}}}
 
 
@@ -50,8 +52,16 @@ class PublishedRenderTest(unittest.TestCase):
         md = self.md["000"]
         self.assertIn("| metric | preon | go | preon / go | published (their hardware): Quarkus JVM | "
                       "published (their hardware): Quarkus native |", md)
-        self.assertIn("| requests/s | 20000 | - | - | 51192.58 req/s | 75119.42 req/s |", md)
+        self.assertIn("| requests/s (warm) | 20000 | - | - | 51192.58 req/s | 75119.42 req/s |", md)
+        self.assertIn("| requests/s, cold: a fresh start, wrk at once (as the post ran) | 15000 | - | - | - | - |", md)
+        self.assertIn("after a 2 s warm-up", md)
         self.assertIn("| latency p99 (ms) | 4.00 | - | - | 28.91 ms | 7.68 ms |", md)
+
+    def test_003(self):
+        md = self.md["003"]
+        self.assertIn("| start → first 200 on /hello (ms) | 20.0 | - | - | 40 s | 1 s |", md)
+        self.assertIn("| start → first 200 on the DB path (ms) | 30.0 | - | - | 10 s | 796 ms |", md)
+        self.assertIn("| repeat request on the DB path (ms) | 2.50 | - | - | 5 s | 132 ms |", md)
 
     def test_001(self):
         md = self.md["001"]
@@ -66,7 +76,7 @@ class PublishedRenderTest(unittest.TestCase):
         self.assertIn("| TYPE | SOURCE | BUILD TIME (s) |", md)
         self.assertIn("| preon | measured here | 20.0 | 0.14 | 0.050 | 500 | 1000 | 990 | 1.00 | 100.0 | 12.5 | 420 | "
                       "10.0 | 55 | 4 | 30 |", md)
-        self.assertIn("| Quarkus Reactive + PG client, fast jar | published (their hardware) | 4 | N/A | 0.987 | 10246 | "
+        self.assertIn("| Quarkus Reactive + R2DBC, fast jar | published (their hardware) | 4 | N/A | 0.987 | 10246 | "
                       "828711 | 718773 | 13 | 755.434 | 13686 | 1971 | 1054 | 9 | 25 | 99 |", md)
         self.assertIn("SWAP", md)
         self.assertIn("from 450 users on the driver itself was the bottleneck", md)

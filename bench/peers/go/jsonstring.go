@@ -2,6 +2,8 @@
 
 package main
 
+import "strconv"
+
 const hexDigits = "0123456789ABCDEF"
 
 // appendJSONString appends s as a JSON string escaped as jansson escapes it in compact mode: quote and
@@ -37,4 +39,22 @@ func appendJSONString(out []byte, s string) []byte {
 	}
 	out = append(out, s[start:]...)
 	return append(out, '"')
+}
+
+// appendFruit appends {"id":N,"name":"..."} as preon (jansson, compact) writes it.
+func appendFruit(out []byte, id int64, name string) []byte {
+	out = append(out, `{"id":`...)
+	out = strconv.AppendInt(out, id, 10)
+	out = append(out, `,"name":`...)
+	out = appendJSONString(out, name)
+	return append(out, '}')
+}
+
+// appendError appends preon's error object {"error":"...","status":N}.
+func appendError(out []byte, status int, msg string) []byte {
+	out = append(out, `{"error":`...)
+	out = appendJSONString(out, msg)
+	out = append(out, `,"status":`...)
+	out = strconv.AppendInt(out, int64(status), 10)
+	return append(out, '}')
 }

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 
-// The Go service of the published Go-vs-Quarkus comparison, on PostgreSQL: gin routes, a pgx v4 pool.
+// The Go service of the published Go-vs-Quarkus comparison (post 002), on PostgreSQL: gin routes and a pgx/v5
+// pool, answering preon's bytes on
 //
-//	GET /hello  -> 200 "Hello", text/plain;charset=UTF-8
-//	GET /fruits -> 200 every row of fruits ordered by id, [{"id":1,"name":"Kiwi"},...], application/json
-//	               a database error -> 500
+//	GET /hello                    -> 200 "Hello", text/plain;charset=UTF-8
+//	GET /fruits[?limit=&after=]   -> 200 a page of fruits ordered by id (Link: rel="next" on a full page), 400 on bad paging
+//	GET/PUT/DELETE /fruits/{id}, POST /fruits -> the reactive SQL client quickstart's CRUD (201 + Location, 404, 409, 400, 415)
 //
-// Environment: PORT (8080), LISTEN (the address to listen on, 127.0.0.1), DATABASE_URL (a libpq URI),
-// POOL_SIZE (10).
-// SIGTERM stops accepting, lets requests in flight finish (up to 10 s), closes the pool and exits 0.
+// Environment: PORT (8080), LISTEN (the address to listen on, 127.0.0.1), DATABASE_URL (a libpq URI; without it
+// PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD), POOL_SIZE (10). SIGTERM stops accepting, lets requests in
+// flight finish (up to 10 s), closes the pool and exits 0.
 package main
 
 import (
@@ -25,10 +26,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/jackc/pgx/v4/pgxpool"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-const listQuery = "SELECT id, name FROM fruits ORDER BY id"
 
 func getenv(key, def string) string {
 	if v := os.Getenv(key); v != "" {
@@ -37,8 +36,8 @@ func getenv(key, def string) string {
 	return def
 }
 
-// openPool fills a pool of size connections at start, as HikariCP and preon do. When the database cannot be
-// reached yet, the service still starts (/hello answers) and the pool connects on first use.
+// openPool makes a pool of size connections, all opened at start as HikariCP and preon do. When the database
+// cannot be reached yet, the service still starts (/hello answers) and the pool connects on first use.
 func openPool(url string, size int) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -46,48 +45,19 @@ func openPool(url string, size int) (*pgxpool.Pool, error) {
 	}
 	cfg.MaxConns = int32(size)
 	cfg.MinConns = int32(size)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pool, err := pgxpool.ConnectConfig(ctx, cfg)
-	if err == nil {
-		return pool, nil
-	}
-	log.Printf("database not reachable at start (%v): connecting on first use", err)
-	cfg.LazyConnect = true
-	return pgxpool.ConnectConfig(context.Background(), cfg)
-}
-
-// listFruits writes the table as preon writes it (jansson, compact), so both answer the same bytes.
-func listFruits(ctx context.Context, pool *pgxpool.Pool) ([]byte, error) {
-	rows, err := pool.Query(ctx, listQuery)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg) // connects lazily, fills MinConns in the background
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := make([]byte, 0, 256)
-	out = append(out, '[')
-	for n := 0; rows.Next(); n++ {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return nil, err
-		}
-		if n > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, `{"id":`...)
-		out = strconv.AppendInt(out, id, 10)
-		out = append(out, `,"name":`...)
-		out = appendJSONString(out, name)
-		out = append(out, '}')
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(ctx); err != nil {
+		log.Printf("database not reachable at start (%v): connecting on first use", err)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return append(out, ']'), nil
+	return pool, nil
 }
 
-func newRouter(pool *pgxpool.Pool) *gin.Engine {
+func newRouter(f *fruits) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New() // no access log, as preon's default
 	r.Use(gin.Recovery())
@@ -95,16 +65,11 @@ func newRouter(pool *pgxpool.Pool) *gin.Engine {
 	r.GET("/hello", func(c *gin.Context) {
 		c.Data(http.StatusOK, "text/plain;charset=UTF-8", hello)
 	})
-	r.GET("/fruits", func(c *gin.Context) {
-		body, err := listFruits(c.Request.Context(), pool)
-		if err != nil {
-			c.Data(http.StatusInternalServerError, "text/plain;charset=UTF-8", []byte("database error: "+err.Error()))
-			return
-		}
-		// net/http would switch to chunked encoding above 2 KiB; preon always sends a length.
-		c.Header("Content-Length", strconv.Itoa(len(body)))
-		c.Data(http.StatusOK, "application/json", body)
-	})
+	r.GET("/fruits", f.list)
+	r.POST("/fruits", f.create)
+	r.GET("/fruits/:id", f.get)
+	r.PUT("/fruits/:id", f.update)
+	r.DELETE("/fruits/:id", f.delete)
 	return r
 }
 
@@ -115,11 +80,15 @@ func main() {
 	if err != nil || size < 1 {
 		log.Fatalf("POOL_SIZE must be a positive integer, not %q", os.Getenv("POOL_SIZE"))
 	}
-	pool, err := openPool(getenv("DATABASE_URL", "postgresql://postgres@127.0.0.1:25432/preon"), size)
+	url := os.Getenv("DATABASE_URL")
+	if url == "" && os.Getenv("PGHOST") == "" { // "" is libpq's PGHOST, PGPORT, … (an image is given those)
+		url = "postgresql://postgres@127.0.0.1:25432/preon"
+	}
+	pool, err := openPool(url, size)
 	if err != nil {
 		log.Fatalf("DATABASE_URL: %v", err)
 	}
-	srv := &http.Server{Addr: addr, Handler: newRouter(pool)}
+	srv := &http.Server{Addr: addr, Handler: newRouter(&fruits{pool})}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go func() {
@@ -128,7 +97,7 @@ func main() {
 		defer cancel()
 		srv.Shutdown(drain)
 	}()
-	log.Printf("go peer (gin, pgx pool of %d) listening on %s", size, addr)
+	log.Printf("go peer (gin, pgx/v5 pool of %d) listening on %s", size, addr)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		log.Fatal(err)
 	}
