@@ -9,7 +9,9 @@ from harness import PreonTestCase, main, parallel, psql, read_response, require_
 
 
 def expected_list():
-    return json.loads(psql("SELECT coalesce(json_agg(json_build_object('id', id, 'name', name) ORDER BY id), '[]') FROM fruits"))
+    """GET /fruits's first page (100 rows by id, the default page size), from PostgreSQL itself."""
+    return json.loads(psql("SELECT coalesce(json_agg(json_build_object('id', id, 'name', name) ORDER BY id), '[]') "
+                           "FROM (SELECT id, name FROM fruits ORDER BY id LIMIT 100) AS page"))
 
 
 class ConcurrencyTest(PreonTestCase):
