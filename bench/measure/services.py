@@ -178,16 +178,6 @@ class Cgroup:
         joins = " && ".join("echo $$ > %s/cgroup.procs" % d for d in self.dirs)
         return ["sh", "-c", joins + ' && exec "$@"', "sh", *argv]
 
-    def peak_bytes(self):
-        for d in self.dirs:
-            for f in ("memory.max_usage_in_bytes", "memory.peak"):
-                try:
-                    with open(os.path.join(d, f)) as fp:
-                        return int(fp.read())
-                except OSError:
-                    pass
-        return None
-
     def remove(self):
         for d in self.dirs:
             for _ in range(50):
