@@ -107,7 +107,7 @@ class RenderTest(unittest.TestCase):
         text = "\n".join(render(results))
         self.assertIn("| preon | measured here | 4065 | 1000 | 900 | 10.00 | 100.0 | 1500.0 | 4065 @ 252/s | 54.7 | 80 | 4 | 95 |",
                       text)
-        self.assertIn("| Quarkus Reactive + PG client, native executable | published (their hardware) | 10232 | 768017 |",
+        self.assertIn("| Quarkus Reactive + R2DBC, native executable | published (their hardware) | 10232 | 768017 |",
                       text)
         self.assertIn("2800 req/s at 2600 active users (beyond it the driver fell behind)", text)
         self.assertIn("how it failed: timeouts 100; stayed up", text)
