@@ -40,6 +40,28 @@ static int valid_utf8(const char *s, size_t len)
     return 1;
 }
 
+/* The short escapes jansson writes for these characters; every other control character is \u00XX. */
+static char short_escape(unsigned char c)
+{
+    switch (c) {
+    case '"':
+    case '\\':
+        return (char)c;
+    case '\b':
+        return 'b';
+    case '\f':
+        return 'f';
+    case '\n':
+        return 'n';
+    case '\r':
+        return 'r';
+    case '\t':
+        return 't';
+    default:
+        return 0;
+    }
+}
+
 int preon_json_string(preon_sink_t *out, const char *s, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -49,37 +71,15 @@ int preon_json_string(preon_sink_t *out, const char *s, size_t len)
     size_t start = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        char esc[6] = {'\\', 0, '0', '0', 0, 0};
-        size_t n = 2;
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        switch (c) {
-        case '"':
-        case '\\':
-            esc[1] = (char)c;
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            esc[1] = 'u', esc[4] = hex[c >> 4], esc[5] = hex[c & 0xF], n = 6;
-            break;
-        }
+        char e = short_escape(c);
+        char esc[6] = {'\\', e, '0', '0', hex[c >> 4], hex[c & 0xF]};
+        if (e == 0)
+            esc[1] = 'u';
         /* Runs of plain text go in one copy; only what needs escaping is written piece by piece. */
         preon_sink_append(out, s + start, i - start);
-        preon_sink_append(out, esc, n);
+        preon_sink_append(out, esc, e != 0 ? 2 : 6);
         start = i + 1;
     }
     preon_sink_append(out, s + start, len - start);
