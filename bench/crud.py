@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The CRUD scenario: wrk with bench/crud.lua mixing GET /fruits/{id}, POST /fruits, GET /fruits and DELETE
+"""The CRUD scenario: wrk with bench/wrk/crud.lua mixing GET /fruits/{id}, POST /fruits, GET /fruits and DELETE
 /fruits/{id} against preon on a private PostgreSQL, at 50 and 100 connections; prints requests/s and latency.
 
   bench/crud.py [--duration 10] [--sync request|batch] [--quick]
@@ -30,13 +30,13 @@ def main():
         t.start()
         try:
             for c in [int(x) for x in args.conns.split(",")]:
-                res = wrk(t.url, c, args.duration, script=os.path.join(HERE, "crud.lua"))
+                res = wrk(t.url, c, args.duration, script=os.path.join(HERE, "wrk", "crud.lua"))
                 results["runs"]["crud c%d" % c] = res
                 log("crud -c%d: %.0f req/s, p50 %s ms, p99 %s ms, non-2xx %d" % (c, res["rps"], res["p50"], res["p99"],
                                                                               res["non2xx"]))
         finally:
             t.stop()
-    report = "Measured %s on %d CPUs: wrk -t2 -s bench/crud.lua, %d s per run, database.sync=%s (PostgreSQL defaults: " \
+    report = "Measured %s on %d CPUs: wrk -t2 -s bench/wrk/crud.lua, %d s per run, database.sync=%s (PostgreSQL defaults: " \
         "synchronous_commit on).\n\n" % (results["date"], results["cpus"], args.duration, args.sync) + md_table(
             ["scenario", "requests/s", "p50 ms", "p90 ms", "p99 ms", "non-2xx", "socket errors"],
             [[k, fmt(r["rps"]), fmt(r["p50"], "%.2f"), fmt(r["p90"], "%.2f"), fmt(r["p99"], "%.2f"), r["non2xx"],

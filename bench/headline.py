@@ -22,10 +22,8 @@ import os
 import re
 import sys
 
-import refdata
-from measure import REPO, md_table
-import throughput_report
-from throughput_report import TESTS, Table
+from measure import REPO, md_table, refdata, throughput_report
+from measure.throughput_report import TESTS, Table
 
 BLOCK = re.compile(r"(<!-- headline:(\w+) (\S+)(?: ([^\n>]*?))? -->\n)(.*?)(<!-- /headline -->)", re.S)
 NOTES = {"jvm": " + JDK"}  # what a target's artifact does not include

@@ -24,12 +24,12 @@ cgroup of its own to a process target, through docker run -m/--cpus to an image 
 here, on a private PostgreSQL), a start command and a base URL, or an image (run with docker run --network host;
 startup is then docker run → first 200 and the container's exec → first 200). A start command or an image gets
 PGHOST/PGPORT/PGDATABASE/PGUSER of the same private PostgreSQL, an image also PREON_* and PORT. Targets take turns in each scenario (A B, then B A), on loopback only, every run bounded in time.
-The published suite (--suite published, bench/published.py) re-runs the five posts' tables in their own
+The published suite (--suite published, bench/scenarios/published.py) re-runs the five posts' tables in their own
 layouts beside the posts' figures (bench/reference/): build (cold and warm), 000, 001 and 004 (a ramp of users).
 `--target go`, `quarkus`, `quarkus-native`, `spring-webflux` and `spring-mvc` are the peer services in bench/peers/
 (run.sh, build.sh: the posts' own stacks at pinned versions); "preon,name=x,env='PREON_…=…'"
 is preon under another name with other settings (e.g. two preon targets side by side).
-ramp004 (only in --suite all; bench/open004.py): post 004 with an open workload — users arrive at a ramping
+ramp004 (only in --suite all; bench/scenarios/open004.py): post 004 with an open workload — users arrive at a ramping
 rate, run a 14-request read/write journey on a ~150 MB table and leave, until each target breaks; exits 3 when the
 driver fell behind.
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
@@ -43,13 +43,11 @@ import statistics
 import subprocess
 import time
 
-import open004
-import published
-import published_docker
 from measure import (HERE, REPO, Cgroup, Target, ab, build_preon, cpu_s, free_port, log, metric_table, preon_env,
                      private_postgres_dir, results_header, rss_kb, runtime_closure, save, threads, wrk)
 from measure import main_pid as process_main_pid
-from container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
+from measure.container import ImageTarget, PeakSampler, cgroup_mem_bytes, docker_ready, limit_label, parse_limits
+from scenarios import open004, published, published_docker
 
 CLASSIC = ["hello", "hello-latency", "db", "startup", "footprint", "limits", "matrix", "c10k"]
 SCENARIOS = CLASSIC + ["rounds"] + published.SCENARIOS + open004.SCENARIOS
@@ -397,7 +395,7 @@ class Runner:
         def run(t):
             t.stop()  # restarted to inherit the raised descriptor limit
             t.start()
-            return wrk(t.url + t.db_path, n, self.p["c10k_s"], threads=2, script=os.path.join(HERE, "percentiles.lua"))
+            return wrk(t.url + t.db_path, n, self.p["c10k_s"], threads=2, script=os.path.join(HERE, "wrk", "percentiles.lua"))
         self.each("c10k", i, run, self.p["c10k_s"] + 2)
 
 

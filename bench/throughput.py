@@ -25,9 +25,9 @@ import subprocess
 from measure import (HERE, PG_SH, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
                      results_header, save, wrk)
 from measure import main_pid, rss_kb
-from throughput_report import TESTS, ms, render
+from measure.throughput_report import TESTS, ms, render
 
-PIPELINE_LUA = os.path.join(HERE, "pipeline.lua")
+PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
 # TechEmpower's PostgreSQL runs with synchronous_commit off; so does this one, so that /updates compare.
 PG_CONF = "synchronous_commit = off"
 PGSS_CONF = "shared_preload_libraries = 'pg_stat_statements'"

@@ -7,6 +7,14 @@ tests (tests/integration/harness.py): it never imports either. Modules:
   proc      /proc readers: RSS, CPU seconds, threads, process trees; file sizes
   report    progress log, results header, Markdown tables, results.json + report.md
   closure   an artifact's runtime closure: shared libraries a slim image lacks, the JRE of a jar
+
+and, imported by name (from measure import refdata; from measure.ramp import run_ramp):
+
+  container         image targets (docker run --network host), container limits and memory sampling
+  ramp              the ramp of virtual users, post 004's layout (bench/ramp.py is its command line)
+  ramp_open         the open-workload driver of bench/ramp004/driver: build, run, parse, saturation point
+  refdata           the published posts' figures as data (bench/reference/); run directly, it validates them
+  throughput_report bench/throughput.py's table, also rendered by bench/headline.py
 """
 __all__ = ["ab", "parse_ab", "parse_pgbench", "parse_wrk", "pgbench", "wrk", "cpu_s", "cpu_share", "dir_bytes",
            "main_pid", "rss_kb", "stripped_size", "threads", "tree", "tree_cpu_s", "fmt", "log", "md_table", "metric_table", "ratio",

@@ -10,7 +10,7 @@ _SCALE_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
 def parse_wrk(out):
-    """wrk's output → requests/s, latency percentiles (ms, with --latency; p95 from bench/percentiles.lua),
+    """wrk's output → requests/s, latency percentiles (ms, with --latency; p95 from bench/wrk/percentiles.lua),
     non-2xx and socket error counts."""
     m = re.search(r"Requests/sec:\s+([\d.]+)", out)
     res = {"rps": float(m.group(1)) if m else 0.0}
@@ -30,7 +30,7 @@ def parse_wrk(out):
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     res["errors"] = dict(zip(("connect", "read", "write", "timeout"), (int(x) for x in m.groups()) if m else (0,) * 4))
     res["socket_errors"] = sum(res["errors"].values())
-    # from bench/mix.lua: answers by status
+    # from bench/wrk/mix.lua: answers by status
     res["statuses"] = {int(k): int(v) for k, v in re.findall(r"^status_(\d+)=(\d+)", out, re.M)}
     m = re.search(r"^responses=(\d+)", out, re.M)
     res["responses"] = int(m.group(1)) if m else None

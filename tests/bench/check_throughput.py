@@ -8,7 +8,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from throughput_report import TESTS  # noqa: E402
+from measure.throughput_report import TESTS  # noqa: E402
 
 out = sys.argv[1]
 results = json.load(open(os.path.join(out, "results.json")))

@@ -7,10 +7,10 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import subprocess  # noqa: E402
 
-from container import parse_limits  # noqa: E402
+from measure.container import parse_limits  # noqa: E402
 from measure import md_table, metric_table, parse_ab, parse_pgbench, parse_wrk  # noqa: E402
 from run import parse_target, render  # noqa: E402
-import throughput_report  # noqa: E402
+from measure import throughput_report  # noqa: E402
 
 BENCH = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 

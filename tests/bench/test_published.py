@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The published suite's tables (bench/published.py) from recorded results: each in its post's layout, each with
+"""The published suite's tables (bench/scenarios/published.py) from recorded results: each in its post's layout, each with
 the published figures in columns or rows marked "published (their hardware)", ratios only between measured
 targets, a target that could not run reported with why, and how each target took its memory cap."""
 import os
@@ -7,9 +7,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-import published  # noqa: E402
-import refdata  # noqa: E402
-from measure import Target  # noqa: E402
+from measure import Target, refdata  # noqa: E402
+from scenarios import published  # noqa: E402
 
 WINDOWS = [{"t": 0.0, "users": 1, "responses": 10, "ko_pct": 0.0, "p95_ms": 1.0}]
 RAMP = {"total": 1000, "ok": 990, "ko": 10, "ko_pct": 1.0, "rps": 100.0, "p95_ms": 12.5, "p50_ms": 1.0, "max_users": 500,

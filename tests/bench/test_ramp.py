@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""bench/ramp.py, the ramp-of-users driver, against tests/bench/ramp_server.py, a server whose breaking point is
-known: past N open connections it answers 503 (fail) or 300 ms late (slow). The driver must count the KOs, find
-the saturation point near N, and report none below it (a p95 margin of 200 ms and 4 broken windows in a row keep
-a busy machine's noise from reading as a break, the slow server adds 300 ms, and the driver's own lag is not set
-aside here: that part is tested on recorded samples). About 20 s."""
+"""bench/measure/ramp.py, the ramp-of-users driver (bench/ramp.py its command line), against tests/bench/ramp_server.py,
+a server whose breaking point is known: past N open connections it answers 503 (fail) or 300 ms late (slow). The
+driver must count the KOs, find the saturation point near N, and report none below it (a p95 margin of 200 ms and 4
+broken windows in a row keep a busy machine's noise from reading as a break, the slow server adds 300 ms, and the
+driver's own lag is not set aside here: that part is tested on recorded samples). About 20 s."""
 import os
 import socket
 import subprocess
@@ -13,7 +13,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from ramp import _parse, analyse, run_ramp  # noqa: E402
+from measure.ramp import _parse, analyse, run_ramp  # noqa: E402
 
 N = 100
 

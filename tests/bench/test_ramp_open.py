@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""bench/ramp_open.py and the ramp004 driver: the driver's output parsed, the saturation point and the driver's
+"""bench/measure/ramp_open.py and the ramp004 driver: the driver's output parsed, the saturation point and the driver's
 ceiling on synthetic series, how a failure is told; then the driver itself (its Go unit tests, a short run against
 a server of known behaviour on 127.0.0.1, and a run that must fail loudly). No speed is asserted: the run that
 must succeed takes a lag bound no machine reaches."""
@@ -13,8 +13,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-import ramp_open  # noqa: E402
-from open004 import render  # noqa: E402
+from measure import ramp_open  # noqa: E402
+from scenarios.open004 import render  # noqa: E402
 
 
 def win(t, requests=100, p95=10.0, ko=0.0, active=100, rate=10.0, behind=False, rps=None):
@@ -119,7 +119,7 @@ class RenderTest(unittest.TestCase):
 
 
 def ramp_open_params():
-    import open004
+    from scenarios import open004
     return open004.QUICK
 
 

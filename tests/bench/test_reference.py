@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-import refdata  # noqa: E402
+from measure import refdata  # noqa: E402
 
 
 class ReferenceTest(unittest.TestCase):

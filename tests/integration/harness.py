@@ -250,12 +250,12 @@ def record(test, **fields):
 
 
 def wrk_mix(port, total, paths, conns, threads=2, bound_s=600, timeout_s=10):
-    """wrk sends `total` requests cycling over `paths` on `conns` connections (bench/mix.lua), then stops;
+    """wrk sends `total` requests cycling over `paths` on `conns` connections (bench/wrk/mix.lua), then stops;
     `bound_s` only bounds it. Returns measure.parse_wrk's result, with answers by status."""
     with tempfile.NamedTemporaryFile(prefix="preon-mix-") as done:
         env = dict(os.environ, MIX_THREADS=str(threads), MIX_DONE=done.name)
         argv = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % bound_s, "--timeout", "%ds" % timeout_s,
-                "--latency", "-s", os.path.join(REPO, "bench", "mix.lua"), "http://127.0.0.1:%d/" % port,
+                "--latency", "-s", os.path.join(REPO, "bench", "wrk", "mix.lua"), "http://127.0.0.1:%d/" % port,
                 "--", str(total), *paths]
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=bound_s + 60).stdout
     res = measure.parse_wrk(out)

@@ -259,7 +259,7 @@ class DrainUnderLoadTest(unittest.TestCase):
                     with lock:
                         counts[outcome] += 1
 
-            wrk = subprocess.Popen(["wrk", "-t1", "-c16", "-d4s", "-s", os.path.join(REPO, "bench", "mix.lua"),
+            wrk = subprocess.Popen(["wrk", "-t1", "-c16", "-d4s", "-s", os.path.join(REPO, "bench", "wrk", "mix.lua"),
                                     "http://127.0.0.1:%d/" % p.port, "--", "0", "/fruits"],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             start = time.monotonic()

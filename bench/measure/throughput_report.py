@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """bench/throughput.py's tests, issue 13's goals, and the report: the issue's table (medians, ratios, what limits
 each row, goal met/missed), latency and errors per target, peak RSS."""
-from measure import md_table
+from .report import md_table
 
 
 def _t(key, label, path, conns, depth=1, db=False):

@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from measure import get
+from .services import get
 
 _UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3}
 

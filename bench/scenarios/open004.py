@@ -2,7 +2,7 @@
 """bench/run.py's `ramp004` scenario: post 004 with an open workload. Users arrive at a rate ramping from r0 to r1
 users/s (bench/ramp004/driver), each runs a 14-request journey with think times (reads by id, paged lists, POST,
 PUT, DELETE of its own rows; docs/benchmarks.md) against a fruits table seeded to ~150 MB, and leaves. Every
-target is driven past its saturation point (bench/ramp_open.py defines it) or to the cap r1; the report has the
+target is driven past its saturation point (bench/measure/ramp_open.py defines it) or to the cap r1; the report has the
 post's columns, the post's figures in rows of their own, charts of p95, KO % and RPS against active users, how
 each target failed, and the driver's own ceiling and send lag."""
 import os
@@ -11,10 +11,8 @@ import time
 import urllib.error
 import urllib.request
 
-import ramp_open
-import refdata
-from measure import PG_SH, fmt, get, log, main_pid, md_table
-from published import Sampler, postmaster_pid, published_004_rows
+from measure import PG_SH, fmt, get, log, main_pid, md_table, ramp_open, refdata
+from .published import Sampler, postmaster_pid, published_004_rows
 
 SCENARIOS = ["ramp004"]
 # The full schedule spans the post's ~1,100 s and ends at 800 users/s (about 10,000 users at once with 14-s

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: MIT
 -- wrk script: a fixed number of requests cycling over paths, every answer counted by status.
---   wrk -t2 -c256 -d600s -s bench/mix.lua URL -- 1000000 /hello /fruits
+--   wrk -t2 -c256 -d600s -s bench/wrk/mix.lua URL -- 1000000 /hello /fruits
 -- Environment: MIX_THREADS (wrk's -t) and MIX_DONE (a file for finished threads). Each thread stops after its
 -- share of the total; the last one to finish interrupts wrk (SIGINT, as ^C), whose -d is then only an upper
 -- bound. done() prints "responses=N" and one "status_NNN=N" per status seen, which bench/measure reads

@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 
-HERE = os.path.dirname(os.path.abspath(__file__))  # bench/
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 REPO = os.path.dirname(HERE)
 DRIVER_SRC = os.path.join(HERE, "ramp004", "driver")
 SEED_SQL = os.path.join(HERE, "ramp004", "seed.sql")

@@ -4,14 +4,14 @@
 load() gives every record with every field filled. Other files in bench/reference/ (e.g. a Docker experiments
 file) are not records of this schema and are left alone.
 
-  python3 bench/refdata.py            # validates the data and prints a count per post
+  python3 bench/measure/refdata.py            # validates the data and prints a count per post
 """
 import json
 import os
 import re
 import sys
 
-DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference")
+DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reference")
 POSTS = ("000", "001", "002", "003", "004")
 FIELDS = ("post", "system", "metric", "value", "unit", "tool", "command", "hardware", "note")
 OPTIONAL = ("condition", "table", "outcome", "experimental")

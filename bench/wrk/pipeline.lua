@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: MIT
 -- wrk script: sends DEPTH copies of the request in one write (HTTP/1.1 pipelining), as TechEmpower's
--- plaintext test does with 16. Usage: wrk -s bench/pipeline.lua URL -- 16
+-- plaintext test does with 16. Usage: wrk -s bench/wrk/pipeline.lua URL -- 16
 local batch
 
 init = function(args)

@@ -4,9 +4,9 @@ printed beside bench/run.py's limits and matrix results as "published (other har
 import json
 import os
 
-from measure import md_table
+from measure import HERE, md_table
 
-PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference", "docker-experiments.json")
+PATH = os.path.join(HERE, "reference", "docker-experiments.json")
 
 
 def load():

@@ -14,10 +14,10 @@ import threading
 import time
 import urllib.parse
 
-import refdata
 from measure import (REPO, Cgroup, Target, dir_bytes, fmt, get, jre_bytes, main_pid, md_table, metric_table, rss_kb,
                      runtime_closure, tree_cpu_s, wrk)
-from ramp import run_ramp
+from measure import refdata
+from measure.ramp import run_ramp
 
 SCENARIOS = ["build", "000", "001", "003", "004"]
 # warmup_s: before each warm measured run, wrk on /hello then on the DB path for half of it each (a JVM compiles
