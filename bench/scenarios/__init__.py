@@ -1,3 +1,57 @@
 # SPDX-License-Identifier: MIT
-"""bench/run.py's scenarios beyond the classic ones: the published posts' tables (published) and post 004 with an
-open workload (open004), with the published Docker experiments' tables (published_docker)."""
+"""bench/run.py's scenarios, in one registry. A scenario is a function fn(runner, i) (runner: run.py's Runner, which
+runs a function on every target in turn and records what it returns; i: the scenario's place in the run, which
+alternates the order of the targets) registered with @scenario(NAME, render=R, suite=SUITE): R(results, NAME)
+gives the Markdown lines of its section of report.md, SUITE the suite of run.py's --suite it belongs to (besides
+`all`). A module registers its parameters (FULL, QUICK: the published durations and the --quick ones) with
+params() and its charts with @plots. run.py's --scenario list, its --help, its runs and its report come from here,
+in the order of registration:
+
+  classic    hello, hello-latency, db, startup, footprint, limits, matrix, c10k, rounds (published_docker: the
+             published Docker experiments beside limits and matrix)
+  published  build, 000, 001, 003, 004: the posts' tables in their own layouts, beside the posts' figures
+  open004    ramp004: post 004 with an open workload
+"""
+import collections
+
+Scenario = collections.namedtuple("Scenario", "name run render suite")
+
+REGISTRY = {}  # name → Scenario, in the order of registration
+FULL, QUICK = {}, {}  # every scenario's parameters (run.py's --set KEY=VALUE)
+PLOTS = []  # fn(results, plot) per module, in the order of registration
+
+
+def scenario(name, render, suite=None):
+    """Registers the decorated fn(runner, i) as scenario `name`; render(results, name) → Markdown lines."""
+    def register(fn):
+        if name in REGISTRY:
+            raise ValueError("scenario %r registered twice" % name)
+        REGISTRY[name] = Scenario(name, fn, render, suite)
+        return fn
+    return register
+
+
+def params(full, quick):
+    """Registers a module's parameters: the published values and the --quick ones, the same keys in each."""
+    assert set(full) == set(quick) and not set(full) & set(FULL), sorted(set(full) ^ set(quick))
+    FULL.update(full)
+    QUICK.update(quick)
+
+
+def plots(fn):
+    """Registers fn(results, plot), which draws a module's charts with run.py's plot(name, data, gnuplot script)."""
+    PLOTS.append(fn)
+    return fn
+
+
+def names(suite="all"):
+    """The scenarios of `suite` (all: every one), in the order of registration."""
+    return [s.name for s in REGISTRY.values() if suite == "all" or s.suite == suite]
+
+
+def suites():
+    """Every suite's name: the ones scenarios name, and all."""
+    return sorted({s.suite for s in REGISTRY.values() if s.suite} | {"all"})
+
+
+from . import classic, published, open004  # noqa: E402,F401 - they register themselves, in this order

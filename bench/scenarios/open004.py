@@ -12,15 +12,17 @@ import urllib.error
 import urllib.request
 
 from measure import PG_SH, fmt, get, log, main_pid, md_table, ramp_open, refdata
+
+from . import params, plots, scenario
 from .published import Sampler, postmaster_pid, published_004_rows
 
-SCENARIOS = ["ramp004"]
 # The full schedule spans the post's ~1,100 s and ends at 800 users/s (about 10,000 users at once with 14-s
 # journeys, the post's active users); arrivals stop r4_stop_after windows past the first broken one (0: never).
 FULL = {"r4_r0": 1.0, "r4_r1": 800.0, "r4_s": 1100, "r4_think_s": 1.0, "r4_timeout_s": 60, "r4_seed_mb": 150,
         "r4_stop_after": 6, "r4_drain_s": 15, "r4_max_conns": 4096, "r4_ceiling_s": 60, "r4_ceiling_r1": 2000.0}
 QUICK = {"r4_r0": 5.0, "r4_r1": 500.0, "r4_s": 90, "r4_think_s": 1.0, "r4_timeout_s": 10, "r4_seed_mb": 150,
          "r4_stop_after": 3, "r4_drain_s": 10, "r4_max_conns": 4096, "r4_ceiling_s": 30, "r4_ceiling_r1": 1500.0}
+params(FULL, QUICK)
 
 
 def status(url, timeout=2):
@@ -93,65 +95,6 @@ def measure_ceiling(runner, driver, p):
     return c
 
 
-def s_ramp004(runner, i):
-    p, pgdir = runner.p, runner.pgdir
-    driver = ramp_open.build_driver()
-    runner.results.setdefault("ramp004", {})["ceiling"] = measure_ceiling(runner, driver, p)
-    db = seed(pgdir, p["r4_seed_mb"])
-    runner.results["ramp004"]["database"] = db
-    log("ramp004: fruits seeded: %d rows, %.0f MB table, %.0f MB with its index, in %.0f s" % (
-        db["rows"], db["table_bytes"] / 1e6, db["total_bytes"] / 1e6, db["seconds"]))
-
-    def one(t):
-        t.stop()  # a fresh start on the seeded table
-        # ready = /hello answers, then a read by id answers anything but a 5xx (a service without paging would
-        # send the whole table to GET /fruits; the peers of 2026-12-01 have no GET /fruits/{id} at all: 404)
-        db_path, t.db_path = t.db_path, t.hello_path
-        try:
-            t.start()
-        finally:
-            t.db_path = db_path
-        deadline = time.monotonic() + 30
-        while (status(t.url + "/fruits/1") or 599) >= 500 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        pid = main_pid(t)
-        sampler = Sampler(pid, postmaster_pid(pgdir))
-        argv = ramp_open.driver_argv(driver, t.url, p["r4_r0"], p["r4_r1"], p["r4_s"], p["r4_think_s"], p["r4_timeout_s"],
-                                     db["max_id"], p["r4_stop_after"], p["r4_drain_s"], p["r4_max_conns"])
-        load0 = os.getloadavg()
-        try:
-            rc, out = ramp_open.run(argv, p["r4_s"] + p["r4_drain_s"] + 2 * p["r4_timeout_s"] + 120,
-                                    os.path.join(ramp_open.OUT_DIR, "%s.log" % t.name))
-        finally:
-            res = sampler.stop()
-        r = {"driver_exit": rc, "argv": " ".join(argv[1:]), "loadavg_before": list(load0),
-             "loadavg_after": list(os.getloadavg()), "windows": out["windows"], "summary": out["summary"]}
-        r.update(res)
-        exit_note = None
-        if not t.alive():
-            code = t.proc.returncode if t.proc else None
-            exit_note = "OOM-killed or SIGKILLed (exit -9)" if code == -9 else "exited with %s during the run" % code
-        else:
-            after = [status(t.url + "/hello", 5), status(t.url + "/fruits/1", 5)]
-            exit_note = "stayed up (after the run: /hello %s, /fruits/1 %s)" % tuple(after)
-        r["failed_how"] = ramp_open.failure_modes(out["summary"], exit_note)
-        r["saturation"] = target_saturation(out["windows"])
-        if rc == 3:
-            log("ramp004: %s: DRIVER FELL BEHIND (%s): this target's figures understate the load offered" % (
-                t.name, "; ".join((out["summary"] or {}).get("behind") or [])))
-        t.stop()
-        tidy(pgdir, db["max_id"])
-        return r
-
-    try:
-        runner.each("ramp004", i, one, p["r4_s"] + p["r4_drain_s"] + 30, start=False)
-    finally:
-        restore(pgdir)
-
-
-FUNCS = {"ramp004": s_ramp004}
-
-
 def target_saturation(windows):
     """The saturation point of a target's windows; the windows after the last arrival (the drain) do not count."""
     arrival_end = max((w["t"] for w in windows if (w.get("arrivals") or 0) > 0), default=None)
@@ -182,7 +125,8 @@ def sat_text(s):
     return "%s @ %s/s" % (fmt(s.get("users"), "%d"), fmt(s.get("rate"), "%.0f"))
 
 
-def render(results, refs=None):
+def render(results, _s="ramp004", refs=None):
+    """Markdown lines of the ramp004 section (_s: the scenario's name, as every renderer takes it)."""
     refs = refs if refs is not None else refdata.load()
     names, p = results["targets"], results["params"]
     sc = results["scenarios"].get("ramp004", {})
@@ -263,6 +207,7 @@ def windows_table(windows):
                      "send lag p99 (ms)", "KO by cause"], rows, ["r"] * 8 + ["l"])
 
 
+@plots
 def charts(results, plot):
     """p95, KO % and RPS against active users, per target (one line each)."""
     names, sc = results["targets"], results["scenarios"].get("ramp004", {})
@@ -285,3 +230,62 @@ def charts(results, plot):
          'set yrange [0:100]; plot ' + lines(3))
     plot("ramp004-rps", blocks + "\n", common + 'set title "ramp004: requests/s against active users"; '
          'set ylabel "requests/s"; plot ' + lines(4))
+
+
+# ---------------------------------------------------------------- the scenario
+
+@scenario("ramp004", render)
+def s_ramp004(runner, i):
+    p, pgdir = runner.p, runner.pgdir
+    driver = ramp_open.build_driver()
+    runner.results.setdefault("ramp004", {})["ceiling"] = measure_ceiling(runner, driver, p)
+    db = seed(pgdir, p["r4_seed_mb"])
+    runner.results["ramp004"]["database"] = db
+    log("ramp004: fruits seeded: %d rows, %.0f MB table, %.0f MB with its index, in %.0f s" % (
+        db["rows"], db["table_bytes"] / 1e6, db["total_bytes"] / 1e6, db["seconds"]))
+
+    def one(t):
+        t.stop()  # a fresh start on the seeded table
+        # ready = /hello answers, then a read by id answers anything but a 5xx (a service without paging would
+        # send the whole table to GET /fruits; the peers of 2026-12-01 have no GET /fruits/{id} at all: 404)
+        db_path, t.db_path = t.db_path, t.hello_path
+        try:
+            t.start()
+        finally:
+            t.db_path = db_path
+        deadline = time.monotonic() + 30
+        while (status(t.url + "/fruits/1") or 599) >= 500 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pid = main_pid(t)
+        sampler = Sampler(pid, postmaster_pid(pgdir))
+        argv = ramp_open.driver_argv(driver, t.url, p["r4_r0"], p["r4_r1"], p["r4_s"], p["r4_think_s"], p["r4_timeout_s"],
+                                     db["max_id"], p["r4_stop_after"], p["r4_drain_s"], p["r4_max_conns"])
+        load0 = os.getloadavg()
+        try:
+            rc, out = ramp_open.run(argv, p["r4_s"] + p["r4_drain_s"] + 2 * p["r4_timeout_s"] + 120,
+                                    os.path.join(ramp_open.OUT_DIR, "%s.log" % t.name))
+        finally:
+            res = sampler.stop()
+        r = {"driver_exit": rc, "argv": " ".join(argv[1:]), "loadavg_before": list(load0),
+             "loadavg_after": list(os.getloadavg()), "windows": out["windows"], "summary": out["summary"]}
+        r.update(res)
+        exit_note = None
+        if not t.alive():
+            code = t.proc.returncode if t.proc else None
+            exit_note = "OOM-killed or SIGKILLed (exit -9)" if code == -9 else "exited with %s during the run" % code
+        else:
+            after = [status(t.url + "/hello", 5), status(t.url + "/fruits/1", 5)]
+            exit_note = "stayed up (after the run: /hello %s, /fruits/1 %s)" % tuple(after)
+        r["failed_how"] = ramp_open.failure_modes(out["summary"], exit_note)
+        r["saturation"] = target_saturation(out["windows"])
+        if rc == 3:
+            log("ramp004: %s: DRIVER FELL BEHIND (%s): this target's figures understate the load offered" % (
+                t.name, "; ".join((out["summary"] or {}).get("behind") or [])))
+        t.stop()
+        tidy(pgdir, db["max_id"])
+        return r
+
+    try:
+        runner.each("ramp004", i, one, p["r4_s"] + p["r4_drain_s"] + 30, start=False)
+    finally:
+        restore(pgdir)

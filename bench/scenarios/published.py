@@ -19,13 +19,15 @@ from measure import (REPO, Cgroup, Target, dir_bytes, fmt, get, jre_bytes, main_
 from measure import refdata
 from measure.ramp import run_ramp
 
-SCENARIOS = ["build", "000", "001", "003", "004"]
+from . import params, plots, scenario
+
 # warmup_s: before each warm measured run, wrk on /hello then on the DB path for half of it each (a JVM compiles
 # its hot code then); p003_starts: fresh starts of post 003's first-request scenario.
 FULL = {"p000_s": 20, "p001_s": 60, "caps_mib": [32, 128], "p001_starts": 5, "ramp_users": 10000, "ramp_s": 180,
         "ramp_hold_s": 30, "ramp_think_s": 2.0, "ramp_timeout_s": 10, "warmup_s": 20, "p003_starts": 5}
 QUICK = {"p000_s": 2, "p001_s": 2, "caps_mib": [32, 128], "p001_starts": 2, "ramp_users": 500, "ramp_s": 8,
          "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5, "warmup_s": 2, "p003_starts": 2}
+params(FULL, QUICK)
 JVM_PEERS = ("quarkus", "spring-webflux", "spring-mvc")  # bench/peers/ targets whose artifact runs on the JRE
 PUBLISHED = "published (their hardware)"
 
@@ -116,145 +118,6 @@ def closure_bytes(spec):
         jre = jre_bytes()
         return dir_bytes(art) + jre if jre is not None else None
     return runtime_closure(art) if os.path.isfile(art) else dir_bytes(art)
-
-
-def s_build(runner, i):
-    gocache = tempfile.mkdtemp(prefix="preon-bench-gocache-")
-
-    def timed(cmd):
-        t0 = time.monotonic()
-        r = subprocess.run(["nice", "-n", "10", "sh", "-c", cmd], cwd=REPO, capture_output=True, text=True,
-                           env=dict(os.environ, GOCACHE=gocache), timeout=3600)
-        if r.returncode != 0:
-            raise RuntimeError("build command failed (%d): %s" % (r.returncode, (r.stdout + r.stderr).strip()[-400:]))
-        return time.monotonic() - t0
-
-    def run(t):
-        spec = t.spec
-        if spec.get("missing"):
-            raise RuntimeError(spec["missing"])
-        if not spec.get("build"):
-            return {"skipped": "no build command (give build='…' in the target)"}
-        t.stop()
-        if spec.get("clean"):
-            subprocess.run(["sh", "-c", spec["clean"]], cwd=REPO, check=False)
-        out = {"cold_s": timed(spec["build"]), "warm_s": timed(spec["build"])}
-        if spec.get("artifact") and os.path.exists(spec["artifact"]):
-            out["artifact_bytes"] = dir_bytes(spec["artifact"])
-            out["closure_bytes"] = closure_bytes(spec)
-        return out
-    try:
-        runner.each("build", i, run, 60, start=False)
-    finally:
-        shutil.rmtree(gocache, ignore_errors=True)
-
-
-def s_000(runner, i):
-    """Cold as the post ran it (wrk the moment a fresh start answers), then warm (after the stated warm-up); the
-    warm run's figures are the row's, the cold run's are kept under "cold"."""
-    s, w = runner.p["p000_s"], runner.p["warmup_s"]
-
-    def run(t):
-        t.stop()
-        t.start()
-        cold = wrk(t.url + "/hello", 50, s, threads=2)
-        warm_up(t, w)
-        return dict(wrk(t.url + "/hello", 50, s, threads=2), cold=cold, warmup_s=w)
-    runner.each("000", i, run, 2 * s + w, start=False)  # run() starts it afresh itself
-
-
-def s_001(runner, i):
-    p = runner.p
-
-    def run(t):
-        out = {}
-        if t.spec.get("artifact") and os.path.exists(t.spec["artifact"]):
-            out["artifact_bytes"] = dir_bytes(t.spec["artifact"])
-        starts = []
-        for _ in range(p["p001_starts"]):
-            t.stop()
-            starts.append(t.start()[0])
-        out["start_s"] = statistics.median(starts)
-        warm_up(t, p["warmup_s"])
-        out["rps"] = wrk(t.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
-        out["memory_kb"] = peak_rss_kb(t)
-        t.stop()
-        out["caps"] = {}
-        for mib in p["caps_mib"]:
-            row = {"rps": None, "memory_kb": None, "result": "ok"}
-            cg = None
-            try:
-                limited, cg, row["how"] = capped(t, mib)
-                limited.start()
-                if limited.alive():
-                    warm_up(limited, p["warmup_s"])
-                row["rps"] = wrk(limited.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
-                if limited.alive():
-                    row["memory_kb"] = peak_rss_kb(limited)
-                else:
-                    row["result"] = "OOM" if limited.proc.returncode in (-9, 137) else "exited (%d)" % limited.proc.returncode
-                limited.stop()
-            except Exception as e:  # noqa: BLE001 - the row says what happened
-                row["result"] = "failed: %s" % e
-                if "limited" in locals():
-                    limited.stop()
-            finally:
-                if cg:
-                    cg.remove()
-            out["caps"][str(mib)] = row
-        return out
-    runner.each("001", i, run, (1 + len(p["caps_mib"])) * (p["p001_s"] + p["warmup_s"] + 2))
-
-
-def timed_get(url):
-    """Seconds one GET takes (a new connection, as a user's next click), and its status."""
-    t0 = time.monotonic()
-    status = get(url, 60)
-    return time.monotonic() - t0, status
-
-
-def s_003(runner, i):
-    """Post 003: a fresh start (the process's exec, or docker run for an image) → first 200 on /hello and on the DB
-    path, then the same two requests again; medians of several starts."""
-    n = runner.p["p003_starts"]
-
-    def run(t):
-        rows = []
-        for _ in range(n):
-            t.stop()
-            hello_s, db_s = t.start(timeout=180)
-            repeat_db, status_db = timed_get(t.url + t.db_path)
-            repeat_hello, status_hello = timed_get(t.url + "/hello")
-            if (status_db, status_hello) != (200, 200):
-                raise RuntimeError("repeat requests answered %s (DB path) and %s (/hello)" % (status_db, status_hello))
-            rows.append((hello_s, db_s, repeat_hello, repeat_db))
-        med = [statistics.median(r[k] for r in rows) * 1000 for k in range(4)]
-        return {"starts": n, "first_hello_ms": med[0], "first_db_ms": med[1], "repeat_hello_ms": med[2],
-                "repeat_db_ms": med[3], "first_db_max_ms": max(r[1] for r in rows) * 1000}
-    runner.each("003", i, run, 10 * n, start=False)
-
-
-def s_004(runner, i):
-    p = runner.p
-
-    def run(t):
-        t.stop()  # a fresh start, as a deployment would be
-        boot = t.start()[0]
-        port = urllib.parse.urlsplit(t.url).port
-        sampler = Sampler(main_pid(t), postmaster_pid(runner.pgdir))
-        try:
-            r = run_ramp(port, [t.db_path], p["ramp_users"], p["ramp_s"], p["ramp_hold_s"], p["ramp_think_s"],
-                         p["ramp_timeout_s"])
-        finally:
-            res = sampler.stop()
-        r.update(res, boot_s=boot)
-        if not t.alive():
-            r["died"] = "exited with %s during the ramp" % t.proc.returncode
-        return r
-    runner.each("004", i, run, p["ramp_s"] + p["ramp_hold_s"] + 10)
-
-
-FUNCS = {"build": s_build, "000": s_000, "001": s_001, "003": s_003, "004": s_004}
 
 
 # ---------------------------------------------------------------- rendering
@@ -470,6 +333,7 @@ def render_004(results, refs):
     return out
 
 
+@plots
 def charts(results, plot):
     """The ramp's p95 and KO % against active users, per target, and 001's requests/s bare and capped.
     `plot(name, data, gnuplot script)` is run.py's."""
@@ -499,3 +363,146 @@ def charts(results, plot):
         plot("001-rps", "target %s\n%s\n" % (cols, "\n".join(rows)),
              'set title "001: /hello requests/s (wrk -t10 -c50), bare and capped"; set ylabel "requests/s"; '
              'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead' % (len(caps) + 2))
+
+
+# ---------------------------------------------------------------- the scenarios
+
+@scenario("build", render, suite="published")
+def s_build(runner, i):
+    gocache = tempfile.mkdtemp(prefix="preon-bench-gocache-")
+
+    def timed(cmd):
+        t0 = time.monotonic()
+        r = subprocess.run(["nice", "-n", "10", "sh", "-c", cmd], cwd=REPO, capture_output=True, text=True,
+                           env=dict(os.environ, GOCACHE=gocache), timeout=3600)
+        if r.returncode != 0:
+            raise RuntimeError("build command failed (%d): %s" % (r.returncode, (r.stdout + r.stderr).strip()[-400:]))
+        return time.monotonic() - t0
+
+    def run(t):
+        spec = t.spec
+        if spec.get("missing"):
+            raise RuntimeError(spec["missing"])
+        if not spec.get("build"):
+            return {"skipped": "no build command (give build='…' in the target)"}
+        t.stop()
+        if spec.get("clean"):
+            subprocess.run(["sh", "-c", spec["clean"]], cwd=REPO, check=False)
+        out = {"cold_s": timed(spec["build"]), "warm_s": timed(spec["build"])}
+        if spec.get("artifact") and os.path.exists(spec["artifact"]):
+            out["artifact_bytes"] = dir_bytes(spec["artifact"])
+            out["closure_bytes"] = closure_bytes(spec)
+        return out
+    try:
+        runner.each("build", i, run, 60, start=False)
+    finally:
+        shutil.rmtree(gocache, ignore_errors=True)
+
+
+@scenario("000", render, suite="published")
+def s_000(runner, i):
+    """Cold as the post ran it (wrk the moment a fresh start answers), then warm (after the stated warm-up); the
+    warm run's figures are the row's, the cold run's are kept under "cold"."""
+    s, w = runner.p["p000_s"], runner.p["warmup_s"]
+
+    def run(t):
+        t.stop()
+        t.start()
+        cold = wrk(t.url + "/hello", 50, s, threads=2)
+        warm_up(t, w)
+        return dict(wrk(t.url + "/hello", 50, s, threads=2), cold=cold, warmup_s=w)
+    runner.each("000", i, run, 2 * s + w, start=False)  # run() starts it afresh itself
+
+
+@scenario("001", render, suite="published")
+def s_001(runner, i):
+    p = runner.p
+
+    def run(t):
+        out = {}
+        if t.spec.get("artifact") and os.path.exists(t.spec["artifact"]):
+            out["artifact_bytes"] = dir_bytes(t.spec["artifact"])
+        starts = []
+        for _ in range(p["p001_starts"]):
+            t.stop()
+            starts.append(t.start()[0])
+        out["start_s"] = statistics.median(starts)
+        warm_up(t, p["warmup_s"])
+        out["rps"] = wrk(t.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
+        out["memory_kb"] = peak_rss_kb(t)
+        t.stop()
+        out["caps"] = {}
+        for mib in p["caps_mib"]:
+            row = {"rps": None, "memory_kb": None, "result": "ok"}
+            cg = None
+            try:
+                limited, cg, row["how"] = capped(t, mib)
+                limited.start()
+                if limited.alive():
+                    warm_up(limited, p["warmup_s"])
+                row["rps"] = wrk(limited.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
+                if limited.alive():
+                    row["memory_kb"] = peak_rss_kb(limited)
+                else:
+                    row["result"] = "OOM" if limited.proc.returncode in (-9, 137) else "exited (%d)" % limited.proc.returncode
+                limited.stop()
+            except Exception as e:  # noqa: BLE001 - the row says what happened
+                row["result"] = "failed: %s" % e
+                if "limited" in locals():
+                    limited.stop()
+            finally:
+                if cg:
+                    cg.remove()
+            out["caps"][str(mib)] = row
+        return out
+    runner.each("001", i, run, (1 + len(p["caps_mib"])) * (p["p001_s"] + p["warmup_s"] + 2))
+
+
+def timed_get(url):
+    """Seconds one GET takes (a new connection, as a user's next click), and its status."""
+    t0 = time.monotonic()
+    status = get(url, 60)
+    return time.monotonic() - t0, status
+
+
+@scenario("003", render, suite="published")
+def s_003(runner, i):
+    """Post 003: a fresh start (the process's exec, or docker run for an image) → first 200 on /hello and on the DB
+    path, then the same two requests again; medians of several starts."""
+    n = runner.p["p003_starts"]
+
+    def run(t):
+        rows = []
+        for _ in range(n):
+            t.stop()
+            hello_s, db_s = t.start(timeout=180)
+            repeat_db, status_db = timed_get(t.url + t.db_path)
+            repeat_hello, status_hello = timed_get(t.url + "/hello")
+            if (status_db, status_hello) != (200, 200):
+                raise RuntimeError("repeat requests answered %s (DB path) and %s (/hello)" % (status_db, status_hello))
+            rows.append((hello_s, db_s, repeat_hello, repeat_db))
+        med = [statistics.median(r[k] for r in rows) * 1000 for k in range(4)]
+        return {"starts": n, "first_hello_ms": med[0], "first_db_ms": med[1], "repeat_hello_ms": med[2],
+                "repeat_db_ms": med[3], "first_db_max_ms": max(r[1] for r in rows) * 1000}
+    runner.each("003", i, run, 10 * n, start=False)
+
+
+@scenario("004", render, suite="published")
+def s_004(runner, i):
+    p = runner.p
+
+    def run(t):
+        t.stop()  # a fresh start, as a deployment would be
+        boot = t.start()[0]
+        port = urllib.parse.urlsplit(t.url).port
+        sampler = Sampler(main_pid(t), postmaster_pid(runner.pgdir))
+        try:
+            r = run_ramp(port, [t.db_path], p["ramp_users"], p["ramp_s"], p["ramp_hold_s"], p["ramp_think_s"],
+                         p["ramp_timeout_s"])
+        finally:
+            res = sampler.stop()
+        r.update(res, boot_s=boot)
+        if not t.alive():
+            r["died"] = "exited with %s during the ramp" % t.proc.returncode
+        return r
+    runner.each("004", i, run, p["ramp_s"] + p["ramp_hold_s"] + 10)

@@ -8,6 +8,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 from measure import Target, refdata  # noqa: E402
+import scenarios  # noqa: E402
 from scenarios import published  # noqa: E402
 
 WINDOWS = [{"t": 0.0, "users": 1, "responses": 10, "ko_pct": 0.0, "p95_ms": 1.0}]
@@ -39,7 +40,7 @@ class PublishedRenderTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.refs = refdata.load()
-        cls.md = {s: "\n".join(published.render(results(), s, cls.refs)) for s in published.SCENARIOS}
+        cls.md = {s: "\n".join(published.render(results(), s, cls.refs)) for s in scenarios.names("published")}
 
     def test_published_column_in_every_table(self):
         for s, md in self.md.items():
