@@ -48,7 +48,3 @@ def render(scenario):
     out = ["**Published (other hardware)**: %s; %s; `%s`." % (ref["source"], ref["hardware"], ref["command"]), "",
            md_table(["published"] + services, rows).rstrip("\n")]
     return "\n".join(out)
-
-
-if __name__ == "__main__":
-    print(render("limits") + "\n\n" + render("matrix"))
