@@ -161,6 +161,9 @@ def make_peer(t, pgport, pgdir, build_first):
 
 
 class Runner:
+    """Runs the registered scenarios (scenarios/) on the targets: a scenario's fn(runner, i) calls each(), ensure()
+    and record(), and reads p (the parameters), args, targets, results and pgdir."""
+
     def __init__(self, args, targets):
         self.args, self.targets = args, targets
         self.p = dict(QUICK if args.quick else FULL)
@@ -201,6 +204,7 @@ class Runner:
         for t in self.targets:
             t.stop()
         return self.results
+
 
 def render(results):
     """Markdown: the run's header, then each scenario's section in the order of the registry (scenarios/)."""
