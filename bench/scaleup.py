@@ -130,6 +130,8 @@ def one_run(spec, preon_bin, pgport, pgdir, p):
             probe.stop()
         for t in reps:
             t.stop()
+            if os.path.exists(t.log_path):
+                os.unlink(t.log_path)  # its last lines are in results.json when it failed
         ha.stop()
         shutil.rmtree(workdir, ignore_errors=True)
         out["loadavg_after"] = list(os.getloadavg())
