@@ -169,9 +169,10 @@ def post_cell(name, ref):
 def render(results):
     ref = json.load(open(REFERENCE))
     lines = ["# Scale-up under a spike (post 003)", "",
-             "%s, %s × %s, load average before %s. Command: `%s`." % (
+             "%s, %s × %s, load average before %s, after %s. Command: `%s`." % (
                  results["date"], results["cpus"], results["machine"],
-                 " ".join("%.2f" % x for x in results["loadavg_start"]), results["command"]), "",
+                 " ".join("%.2f" % x for x in results["loadavg_start"]),
+                 " ".join("%.2f" % x for x in results["loadavg_end"]), results["command"]), "",
              "Per target and round: HAProxy (roundrobin, `option httpchk GET /fruits/1`, `inter 200 fall 2 rise 1`, "
              "retry-on conn-failure, retries 2) in front of 3 slots; replicas 1 and 2 UP; wrk -t2 -c%d for %d s on "
              "/fruits/1 through HAProxy, a probe at %g req/s on a connection of its own; replica 3 exec'd %d s into "
@@ -212,7 +213,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="an 8-s spike, replica 3 at 2 s")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md from its results.json")
     args = ap.parse_args()
+    if args.render:
+        with open(os.path.join(args.render, "results.json")) as f:
+            results = json.load(f)
+        save(results, render(results), args.render)
+        return
     if args.rounds < 1:
         ap.error("--rounds: at least 1")
     names = args.target or ["preon"]
