@@ -23,7 +23,9 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -222,6 +224,8 @@ def main():
         return
     if args.rounds < 1:
         ap.error("--rounds: at least 1")
+    # SIGTERM unwinds like Ctrl-C: every `finally` stops what it started (replicas, HAProxy, PostgreSQL)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     names = args.target or ["preon"]
     p = dict(QUICK if args.quick else FULL)
     preon_bin = os.environ.get("PREON_BIN") or build_preon() if "preon" in names else None
