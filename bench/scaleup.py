@@ -110,7 +110,7 @@ def one_run(spec, preon_bin, pgport, pgdir, p):
             "start_to_up_s": round(up - t0, 3) if up else None,
             "start_to_first_2xx_s": round(first - t0, 3) if first else None,
             "p95_idle_ms": su.window_p95_ms(s, spike - p["idle_s"], spike),
-            "p95_during_ms": su.window_p95_ms(s, spike, first or spike_end),
+            "p95_during_ms": su.window_p95_ms(s, spike, min(first or spike_end, spike_end)),
             "p95_after_ms": su.window_p95_ms(s, first, spike_end) if first and first < spike_end else None,
             "buckets_from_spike_ms": su.buckets_ms(s, spike, spike_end),
             "buckets_from_start_ms": su.buckets_ms(s, t0, spike_end),
