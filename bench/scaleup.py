@@ -165,7 +165,9 @@ def post_cell(name, ref):
     rec = {(r["system"], r["metric"], r["value"]) for r in ref["records"]}
     start = sorted(v for s, m, v in rec if s == "Quarkus JVM" and m == "pod_startup_time")
     first = [v for s, m, v in rec if s == "Quarkus JVM" and m == "first_request_time"]
-    return "Quarkus JVM: pod start %g–%g s, first request %g s" % (start[0], start[-1], first[0]) if start and first else "-"
+    if not start or not first:
+        return "-"
+    return "Quarkus JVM: pod start %g–%g s, first request %g s" % (start[0], start[-1], first[0])
 
 
 def render(results):
@@ -242,7 +244,8 @@ def main():
                     res.get("start_to_first_2xx_s"), res.get("recovery_s"))))
     results["loadavg_end"] = list(os.getloadavg())
     results["summary"] = {n: summary(results["runs"][n]) for n in names}
-    save(results, render(results), args.out or os.path.join(run.HERE, "results", time.strftime("%Y%m%d-%H%M%S") + "-scaleup"))
+    out = args.out or os.path.join(run.HERE, "results", time.strftime("%Y%m%d-%H%M%S") + "-scaleup")
+    save(results, render(results), out)
 
 
 if __name__ == "__main__":
