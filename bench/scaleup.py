@@ -12,6 +12,12 @@ quickly enough to matter? Per target and round, on 127.0.0.1:
   replica 3's first 2xx / after it, per 1-s bucket, and the recovery time (see report.md). Then everything it
   started is stopped, by PID.
 
+  Each replica runs in a cgroup of its own capped at --cpus-per-replica (default 0.4 CPU, as a Kubernetes pod's
+  `resources.limits.cpu: 400m`): on this 2-core machine a third uncapped replica would only share the cores the
+  first two already use, so it could add no capacity and no recovery could be seen; capped, replicas 1-2 are the
+  saturated pool (0.8 CPU) and replica 3 brings 0.4 more, leaving the rest to wrk, HAProxy and PostgreSQL.
+  --cpus-per-replica 0 runs them uncapped.
+
   bench/scaleup.py --target preon --target go --target quarkus --target spring-webflux --target spring-mvc \\
       [--rounds 3] [--quick] [--out DIR]
 
@@ -33,7 +39,7 @@ import time
 import run
 from measure import free_port, log, main_pid, md_table, private_postgres_dir, results_header, rss_kb, save, wrk
 from measure import scaleup as su
-from measure.services import build_preon
+from measure.services import Cgroup, build_preon
 
 FULL = {"spike_s": 30, "start_at_s": 5, "idle_s": 3}
 QUICK = {"spike_s": 8, "start_at_s": 2, "idle_s": 2}
@@ -61,6 +67,11 @@ def ident(pid):
 def one_run(spec, preon_bin, pgport, pgdir, p):
     """One target, one round: the figures, or an "error" with the last log lines, and the PIDs it started."""
     reps = [run.make_target(spec, preon_bin, pgport, pgdir) for _ in su.SERVERS]
+    cgroups = []
+    if p.get("cpus_per_replica"):
+        for i, t in enumerate(reps):
+            cgroups.append(Cgroup("preon-scaleup-%d-r%d" % (os.getpid(), i + 1), cpus=p["cpus_per_replica"]))
+            t.argv = cgroups[-1].wrap(t.argv)
     workdir = tempfile.mkdtemp(prefix="preon-scaleup-")
     ha = su.HAProxy(workdir, free_port(), [int(t.url.rsplit(":", 1)[1]) for t in reps])
     out = {"loadavg_before": list(os.getloadavg()), "pids": []}
@@ -135,6 +146,8 @@ def one_run(spec, preon_bin, pgport, pgdir, p):
             if os.path.exists(t.log_path):
                 os.unlink(t.log_path)  # its last lines are in results.json when it failed
         ha.stop()
+        for cg in cgroups:
+            cg.remove()
         shutil.rmtree(workdir, ignore_errors=True)
         out["loadavg_after"] = list(os.getloadavg())
     return out
@@ -170,6 +183,13 @@ def post_cell(name, ref):
     return "Quarkus JVM: pod start %g–%g s, first request %g s" % (start[0], start[-1], first[0])
 
 
+def cap_sentence(cpus):
+    if not cpus:
+        return "Replicas uncapped (they share the machine's cores with wrk, HAProxy and PostgreSQL)."
+    return ("Each replica in a cgroup of its own capped at %g CPU (a pod's CPU limit), so that replica 3 adds "
+            "capacity." % cpus)
+
+
 def render(results):
     ref = json.load(open(REFERENCE))
     lines = ["# Scale-up under a spike (post 003)", "",
@@ -180,12 +200,13 @@ def render(results):
              "Per target and round: HAProxy (roundrobin, `option httpchk GET /fruits/1`, `inter 200 fall 2 rise 1`, "
              "retry-on conn-failure, retries 2) in front of 3 slots; replicas 1 and 2 UP; wrk -t2 -c%d for %d s on "
              "/fruits/1 through HAProxy, a probe at %g req/s on a connection of its own; replica 3 exec'd %d s into "
-             "the spike. A replica is in when it serves the DB path (the same check for every target). p95 idle: "
+             "the spike. A replica is in when it serves the DB path (the same check for every target). %s p95 idle: "
              "the probe alone, %d s before the spike; during: from the spike's start to replica 3's first 2xx; "
              "after: from then to the spike's end. Recovery: seconds from replica 3's start to the start of the "
              "first 1-s bucket after which the probe's p95 stays below %g × the idle p95 until the spike ends; "
              "\"no recovery\" when the last second is still above it. Medians over %d round(s), min–max in "
              "brackets." % (CONNS, results["params"]["spike_s"], PROBE_RATE, results["params"]["start_at_s"],
+                            cap_sentence(results["params"].get("cpus_per_replica")),
                             results["params"]["idle_s"], su.RECOVERY_FACTOR, results["rounds"]), ""]
     header = ["target", "start → UP (s)", "start → first 2xx (s)", "p95 idle (ms)", "p95 during (ms)",
               "p95 after (ms)", "recovery (s)", "req/s", "non-2xx", "socket errors", "RSS new replica (MiB)",
@@ -216,6 +237,8 @@ def main():
     ap.add_argument("--target", action="append", default=[], choices=["preon"] + sorted(run.PEER_TARGETS))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="an 8-s spike, replica 3 at 2 s")
+    ap.add_argument("--cpus-per-replica", type=float, default=0.4,
+                    help="each replica's CPU cap (a cgroup of its own; 0: uncapped)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md from its results.json")
     args = ap.parse_args()
@@ -229,7 +252,7 @@ def main():
     # SIGTERM unwinds like Ctrl-C: every `finally` stops what it started (replicas, HAProxy, PostgreSQL)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     names = args.target or ["preon"]
-    p = dict(QUICK if args.quick else FULL)
+    p = dict(QUICK if args.quick else FULL, cpus_per_replica=args.cpus_per_replica)
     preon_bin = os.environ.get("PREON_BIN") or build_preon() if "preon" in names else None
     results = results_header(args, quick=args.quick, params=p, rounds=args.rounds, targets=names, runs={})
     with private_postgres_dir("synchronous_commit = off") as (pgdir, pgport):
