@@ -52,6 +52,7 @@ static const entry_t entries[] = {
     {"database", "read_url", T_STRING, OFF(database.read_url), 0, 0, NULL, ""},
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 1, 64, NULL, "1"},
     {"database", "max_queued", T_INT, OFF(database.max_queued), 1, 1000000, NULL, "16384"},
+    {"database", "max_queue_wait_ms", T_INT, OFF(database.max_queue_wait_ms), 0, 3600000, NULL, "1000"},
     {"database", "query_timeout_ms", T_INT, OFF(database.query_timeout_ms), 10, 3600000, NULL, "5000"},
     {"database", "client_check_ms", T_INT, OFF(database.client_check_ms), 0, 3600000, NULL, "1000"},
     {"database", "connect_timeout_ms", T_INT, OFF(database.connect_timeout_ms), 10, 3600000, NULL, "3000"},
@@ -418,6 +419,16 @@ int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen)
                  "that carries it, and the server would watch the pooler's connection, not preon's): set "
                  "database.client_check_ms: 0",
                  where, cfg->database.client_check_ms, poolers[cfg->database.pooler]);
+        return PREON_EINVAL;
+    }
+    /* Only when set by hand: the default may exceed a short request_timeout_ms someone chose, and then matters less. */
+    const char *wait_origin = cfg->origin[find_entry("database", "max_queue_wait_ms") - entries];
+    if (wait_origin != NULL && cfg->database.max_queue_wait_ms != 0 &&
+        cfg->database.max_queue_wait_ms >= cfg->server.request_timeout_ms) {
+        snprintf(err, errlen,
+                 "%s: database.max_queue_wait_ms %d must be below server.request_timeout_ms %d (a request that may wait "
+                 "that long times out first: 504 instead of the queue's 503), or 0 for no bound",
+                 wait_origin, cfg->database.max_queue_wait_ms, cfg->server.request_timeout_ms);
         return PREON_EINVAL;
     }
     return 0;

@@ -216,8 +216,8 @@ static void put_db(preon_sink_t *s, const preon_snapshot_t *snap)
     put(s,
         "# HELP preon_db_rejected_total Requests answered 503 before reaching the database, by reason.\n"
         "# TYPE preon_db_rejected_total counter\npreon_db_rejected_total{reason=\"queue_full\"} %llu\n"
-        "preon_db_rejected_total{reason=\"no_connection\"} %llu\n",
-        (unsigned long long)sum->rejected_full, (unsigned long long)sum->rejected_down);
+        "preon_db_rejected_total{reason=\"queue_wait\"} %llu\npreon_db_rejected_total{reason=\"no_connection\"} %llu\n",
+        (unsigned long long)sum->rejected_full, (unsigned long long)sum->rejected_slow, (unsigned long long)sum->rejected_down);
 }
 
 static void put_process(preon_sink_t *s)

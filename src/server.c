@@ -76,6 +76,7 @@ static preon_snapshot_t *take_snapshot(h2o_req_t *req)
         preon_db_counters_collect(&threads[t].db_read_counters, s->queries, s->query_durations);
         s->db.queued += st.queued, s->db.ready += st.ready, s->db.connecting += st.connecting, s->db.total += st.total;
         s->db.reconnects += st.reconnects, s->db.rejected_full += st.rejected_full, s->db.rejected_down += st.rejected_down;
+        s->db.rejected_slow += st.rejected_slow;
         s->threads_without_db += st.ready == 0;
     }
     return s;

@@ -39,6 +39,7 @@ typedef struct st_preon_config_t {
         char *read_url;             /* a second pool for reads (standbys); "" = none, reads go to url */
         int connections_per_thread; /* pipelined connections each event loop owns */
         int max_queued;             /* queries waiting or in flight per thread before 503 */
+        int max_queue_wait_ms;      /* oldest query waiting longer than this: new requests get 503 (0: no bound) */
         int query_timeout_ms;       /* query at the head of a pipeline for longer than this: 504, reconnect */
         int client_check_ms;        /* server's client_connection_check_interval (0: not sent) */
         int connect_timeout_ms;     /* a connection attempt older than this is abandoned */

@@ -72,6 +72,7 @@ typedef struct st_preon_db_stats_t {
     unsigned total;         /* configured connections */
     uint64_t reconnects;    /* connections (re)established after the first */
     uint64_t rejected_full; /* submits refused with PREON_EQUEUEFULL (each one request's 503) */
+    uint64_t rejected_slow; /* submits refused with PREON_EOVERLOADED (database.max_queue_wait_ms) */
     uint64_t rejected_down; /* submits refused with PREON_ENOTCONN */
 } preon_db_stats_t;
 
@@ -94,7 +95,7 @@ extern const char *const preon_db_outcome_names[PREON_DB_OUTCOMES];
  * atomics (preon_counter_add); any thread reads with preon_db_counters_read and preon_db_counters_collect.
  */
 typedef struct st_preon_db_counters_t {
-    uint64_t queued, reconnects, rejected_full, rejected_down;
+    uint64_t queued, reconnects, rejected_full, rejected_slow, rejected_down;
     uint64_t ready, connecting, total;       /* connections by state */
     uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
     preon_hist_t *durations;                 /* [statement], from submit to callback */
@@ -149,7 +150,8 @@ void preon_db_pool_destroy(preon_db_pool_t *pool);
  * preon_sync_mode_t) says: PREON_SYNC_QUERY a Sync after each query,
  * PREON_SYNC_REQUEST one after the last, PREON_SYNC_BATCH the reads behind a Sync shared with other requests'
  * reads. All or nothing: returns 0, after which exactly one callback of each query will run later; or, with no
- * callback ever called, PREON_ENOTCONN (no connection is ready), PREON_EQUEUEFULL (database.max_queued would be
+ * callback ever called, PREON_ENOTCONN (no connection is ready), PREON_EOVERLOADED (the oldest query of the least
+ * loaded connection has waited longer than database.max_queue_wait_ms), PREON_EQUEUEFULL (database.max_queued would be
  * exceeded on this thread), PREON_ESHUTDOWN (the pool is closed) or PREON_EINVAL (bad statement or parameter
  * count). Sets PREON_DB_MORE, PREON_DB_SHARED and PREON_DB_OWN_SYNC itself.
  */

@@ -11,6 +11,7 @@
     XX(INVAL, "invalid argument", 400)                                                                                             \
     XX(NOTFOUND, "not found", 404)                                                                                                 \
     XX(QUEUEFULL, "database queue is full", 503)                                                                                   \
+    XX(OVERLOADED, "database is overloaded: queries wait too long", 503)                                                           \
     XX(NOTCONN, "database is not connected", 503)                                                                                  \
     XX(SHUTDOWN, "server is shutting down", 503)                                                                                   \
     XX(CONNLOST, "database connection was lost", 502)                                                                              \

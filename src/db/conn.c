@@ -167,6 +167,17 @@ uint64_t preon_db_conn_head_since(const preon_db_conn_t *c)
     return c->ring_count != 0 ? c->head_since : 0;
 }
 
+uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c)
+{
+    /* The ring is oldest first; its first query is at most a few Syncs and Prepares in. */
+    for (size_t i = 0; i < c->ring_count; i++) {
+        const entry_t *e = &c->ring[(c->ring_head + i) % c->ring_cap];
+        if (e->kind == ENTRY_QUERY)
+            return e->q->_queued_ns;
+    }
+    return c->unsent_head != NULL ? c->unsent_head->_queued_ns : 0;
+}
+
 static void schedule_retry(preon_db_conn_t *c, int at_once)
 {
     const preon_config_t *cfg = c->pool->cfg;

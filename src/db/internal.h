@@ -105,6 +105,8 @@ void preon_db_conn_connect_timed_out(preon_db_conn_t *c);
 /** Since when the oldest entry in flight has been the one the server works on (it was sent to an idle
  * connection, or the entry before it was answered): the time the server has spent on it. 0 when idle. */
 uint64_t preon_db_conn_head_since(const preon_db_conn_t *c);
+/** When the oldest query the connection holds unanswered was submitted (preon_now_ns); 0 when it holds none. */
+uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c);
 
 /* target.c */
 const char *const *preon_db_target_keywords(const preon_db_target_t *t);

@@ -113,6 +113,18 @@ void preon_db_pool_arm_flush(preon_db_pool_t *pool)
         h2o_timeout_link(pool->loop, &pool->zero_timeout, &pool->flush_entry);
 }
 
+/*
+ * database.max_queue_wait_ms: a query submitted now would wait behind the ones already there at least as long as the
+ * oldest of them has waited so far (CoDel's measure: the time queued, not the length of the queue). When even the
+ * least loaded connection's oldest query has waited longer than the bound, the request is refused before anything is
+ * sent, so its 503 promises that nothing happened; the queue drains and the bound lets requests in again by itself.
+ */
+static int overloaded(const preon_db_pool_t *pool, const preon_db_conn_t *c, uint64_t now)
+{
+    uint64_t bound_ms = (uint64_t)pool->cfg->database.max_queue_wait_ms, oldest;
+    return bound_ms != 0 && (oldest = preon_db_conn_oldest_queued_ns(c)) != 0 && now - oldest > bound_ms * 1000000;
+}
+
 static void enqueue(preon_db_conn_t *c, preon_db_query_t *q)
 {
     q->_next = NULL;
@@ -143,6 +155,10 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
         return PREON_ENOTCONN;
     }
     uint64_t now = preon_now_ns();
+    if (overloaded(pool, c, now)) {
+        preon_counter_add(&pool->counters->rejected_slow, 1);
+        return PREON_EOVERLOADED;
+    }
     for (size_t i = 0; i < n; i++) {
         preon_db_query_t *q = qs[i];
         /* With a Sync after every query no two share a transaction: each may go to the least loaded connection, so
@@ -265,5 +281,6 @@ void preon_db_counters_read(const preon_db_counters_t *c, preon_db_stats_t *st)
     st->connecting = (unsigned)preon_counter_read(&c->connecting);
     st->reconnects = preon_counter_read(&c->reconnects);
     st->rejected_full = preon_counter_read(&c->rejected_full);
+    st->rejected_slow = preon_counter_read(&c->rejected_slow);
     st->rejected_down = preon_counter_read(&c->rejected_down);
 }

@@ -112,8 +112,10 @@ class Preon:
         self.env.update({"PREON_SERVER_LISTEN": "127.0.0.1", "PREON_SERVER_PORT": str(self.port),
                          "PREON_SERVER_THREADS": "2", "PREON_LOG_LEVEL": "info",
                          "PREON_DATABASE_URL": db_url if db_url is not None else pg_url()})
-        if WRAPPER:  # valgrind: a request's time is mostly valgrind's; deadlines a test does not set stretch
-            self.env.update(PREON_SERVER_REQUEST_TIMEOUT_MS="120000", PREON_DATABASE_QUERY_TIMEOUT_MS="120000")
+        if WRAPPER:  # valgrind: a request's time is mostly valgrind's; deadlines a test does not set stretch, and the
+            # queue-wait bound (a time too) is off unless the test sets it
+            self.env.update(PREON_SERVER_REQUEST_TIMEOUT_MS="120000", PREON_DATABASE_QUERY_TIMEOUT_MS="120000",
+                            PREON_DATABASE_MAX_QUEUE_WAIT_MS="0")
         self.env.update({("PREON_" + k).upper(): str(v) for k, v in settings.items()})
         self.args = list(args)
         self.wrapper = list(WRAPPER if wrapper is None else wrapper)  # e.g. valgrind and its options

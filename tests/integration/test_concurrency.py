@@ -5,7 +5,9 @@ import json
 import socket
 import threading
 
-from harness import PreonTestCase, main, parallel, psql, read_response, require_env, scrape, value
+import time
+
+from harness import SLOW, PreonTestCase, hold_lock, main, parallel, psql, read_response, require_env, scrape, value
 
 
 def expected_list():
@@ -93,6 +95,51 @@ class QueueBoundTest(PreonTestCase):
             if status == 503:
                 self.assertEqual(retry, "1")
                 self.assertEqual(json.loads(data), {"error": "database queue is full", "status": 503})
+
+
+class QueueWaitTest(PreonTestCase):
+    """database.max_queue_wait_ms: once the oldest query of the thread's only connection has waited longer than the
+    bound (a lock holds it), new requests get 503 + Retry-After at once, before anything is sent; the held request
+    still gets its 200, and once the queue has drained requests are let in again."""
+    BOUND_MS = 300 * SLOW
+    preon_settings = {"server_threads": 1, "database_connections_per_thread": 1,
+                      "database_max_queue_wait_ms": BOUND_MS, "server_request_timeout_ms": 60000 * SLOW,
+                      "database_query_timeout_ms": 60000 * SLOW}
+
+    def get(self, path):
+        conn = http.client.HTTPConnection("127.0.0.1", self.preon.port, timeout=60 * SLOW)
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, r.getheader("Retry-After"), r.read()
+
+    def test_overload_is_503_until_the_queue_drains(self):
+        holder = hold_lock(120)
+        held = []
+        try:
+            t = threading.Thread(target=lambda: held.append(self.get("/fruits")))
+            t.start()
+            deadline = time.monotonic() + 30 * SLOW
+            while psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'preon' AND "
+                       "wait_event_type = 'Lock'") != "1":
+                self.assertLess(time.monotonic(), deadline, "GET /fruits never waited for the lock")
+                time.sleep(0.02)
+            # Within the bound a request still queues behind it (answered later); past it, 503 at once.
+            time.sleep(2 * self.BOUND_MS / 1000.0)
+            rejected = [self.get(p) for p in ("/fruits/1", "/fruits", "/db")]
+            self.assertTrue(holder.poll() is None and t.is_alive(), "the lock ended before the 503s were read")
+            for status, retry, body in rejected:
+                self.assertEqual((status, retry), (503, "1"), body)
+                self.assertEqual(json.loads(body),
+                                 {"error": "database is overloaded: queries wait too long", "status": 503})
+            self.assertEqual(value(scrape(self.preon), "preon_db_rejected_total", reason="queue_wait"), 3)
+        finally:
+            psql("SELECT pg_cancel_backend(pid) FROM pg_locks WHERE relation = 'fruits'::regclass AND "
+                 "mode = 'AccessExclusiveLock' AND granted")
+            holder.wait(timeout=60)
+        t.join(60 * SLOW)
+        self.assertEqual([s for s, _, _ in held], [200])
+        self.assertEqual(self.get("/fruits")[0], 200)
+        self.assertEqual(value(scrape(self.preon), "preon_db_rejected_total", reason="queue_wait"), 3)
 
 
 if __name__ == "__main__":

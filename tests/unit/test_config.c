@@ -37,6 +37,7 @@ static void test_defaults(void **state)
     assert_string_equal(cfg.database.url, "");
     assert_int_equal(cfg.database.connections_per_thread, 1);
     assert_int_equal(cfg.database.max_queued, 16384);
+    assert_int_equal(cfg.database.max_queue_wait_ms, 1000);
     assert_int_equal(cfg.database.query_timeout_ms, 5000);
     assert_int_equal(cfg.database.sync, PREON_SYNC_BATCH);
     assert_int_equal(cfg.database.pipeline_depth, 2);
@@ -189,6 +190,27 @@ static void test_pooler_needs_no_client_check(void **state)
     preon_config_dispose(&cfg);
 }
 
+/* A queue-wait bound the request timeout always beats is refused when written by hand, pointing at its line; the
+ * default is not (someone who shortens request_timeout_ms did not choose it), and 0 turns the bound off. */
+static void test_queue_wait_below_request_timeout(void **state)
+{
+    (void)state;
+    preon_config_t cfg;
+    char err[512] = "";
+    preon_config_init(&cfg);
+    assert_int_equal(load(&cfg, "server:\n  request_timeout_ms: 500\n", err), 0);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), 0);
+    assert_int_equal(load(&cfg, "database:\n  max_queue_wait_ms: 500\n", err), 0);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), PREON_EINVAL);
+    assert_non_null(strstr(err, "t.yaml:2:22: database.max_queue_wait_ms 500 must be below server.request_timeout_ms 500"));
+    assert_int_equal(load(&cfg, "database:\n  max_queue_wait_ms: 0\n", err), 0);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), 0);
+    char *env[] = {"PREON_DATABASE_MAX_QUEUE_WAIT_MS=499", NULL};
+    assert_int_equal(preon_config_apply_env(&cfg, env, err, sizeof(err)), 0);
+    assert_int_equal(preon_config_validate(&cfg, err, sizeof(err)), 0);
+    preon_config_dispose(&cfg);
+}
+
 static void test_env_unknown_key(void **state)
 {
     (void)state;
@@ -235,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_env_bad_value),
         cmocka_unit_test(test_env_unknown_key),
         cmocka_unit_test(test_pooler_needs_no_client_check),
+        cmocka_unit_test(test_queue_wait_below_request_timeout),
         cmocka_unit_test(test_print_hides_password),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

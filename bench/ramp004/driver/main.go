@@ -77,8 +77,11 @@ func main() {
 		MaxConnsPerHost:     *maxConns,
 		MaxIdleConns:        *maxConns,
 		MaxIdleConnsPerHost: *maxConns,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+		// Below every target's own idle timeout (preon's server.idle_timeout_ms is 10 s), as a gateway is set up:
+		// the client closes an idle connection first, so a POST never races the server's close of it (Go does not
+		// resend a non-idempotent request on a connection closed under it, and that KO would be the client's).
+		IdleConnTimeout:    5 * time.Second,
+		DisableCompression: true,
 	}
 	d := &driver{base: *base, client: &http.Client{Transport: tr, CheckRedirect: noRedirect}, timeout: secs(*timeout),
 		thinkMean: secs(*think), maxID: *maxID, checkBody: *hello == "", stats: newStats(*windowS)}
