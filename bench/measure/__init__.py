@@ -14,6 +14,7 @@ and, imported by name (from measure import refdata; from measure.ramp import run
   ramp              the ramp of virtual users, post 004's layout (bench/ramp.py is its command line)
   ramp_open         the open-workload driver of bench/ramp004/driver: build, run, parse, saturation point
   refdata           the published posts' figures as data (bench/reference/); run directly, it validates them
+  scaleup           post 003's scale-up: an HAProxy of its own, a fixed-rate probe, the figures (bench/scaleup.py)
   throughput_report bench/throughput.py's table, also rendered by bench/headline.py
 """
 __all__ = ["ab", "parse_ab", "parse_pgbench", "parse_wrk", "pgbench", "wrk", "cpu_s", "cpu_share", "dir_bytes",
