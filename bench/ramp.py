@@ -29,7 +29,8 @@ def main():
     ap.add_argument("--sustain", type=int, default=3, help="consecutive broken windows for the saturation point")
     ap.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto",
                     help="event loop of the workers (auto: uvloop when python3-uvloop is installed)")
-    ap.add_argument("--lag-bound", type=float, default=50.0, help="driver lag p95 (ms) that marks a window driver-bound")
+    ap.add_argument("--lag-bound", type=float, default=50.0,
+                    help="driver lag p95 (ms) that marks a window driver-bound")
     ap.add_argument("--json", help="write every figure (with per-window series) to this file")
     a = ap.parse_args()
     r = ramp.run_ramp(a.port, a.path or ["/hello"], a.users, a.ramp, a.hold, a.think, a.timeout, a.procs, a.window,

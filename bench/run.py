@@ -243,7 +243,8 @@ def main():
                     help="preon, go, quarkus, quarkus-native, spring-webflux, spring-mvc, or name=…,start='…',url=…[,db-path=…,build=…,clean=…,artifact=…,cap=…]")
     ap.add_argument("--suite", choices=sorted(SUITES), default="classic",
                     help="; ".join("%s: %s%s" % (k, "every scenario" if k == "all" else ", ".join(v),
-                                                 " (the default)" if k == "classic" else "") for k, v in SUITES.items()))
+                                                 " (the default)" if k == "classic" else "")
+                                   for k, v in SUITES.items()))
     ap.add_argument("--scenario", default=None, help="comma-separated, from: " + ", ".join(SCENARIOS))
     ap.add_argument("--quick", action="store_true", help="every scenario in seconds")
     ap.add_argument("--limit-seconds", type=int, help="length of each limits load (default: the post's 60 s)")

@@ -50,7 +50,8 @@ def section(results, s, title, rows, intro=None, extra=()):
             out.append("- **%s: %s**" % (n, v["error"]))
             tail = v.get("log_tail", "")
             if tail.strip():
-                out.append("\n  last log lines:\n\n" + "".join("      " + l + "\n" for l in tail.strip().split("\n")[-10:]))
+                out.append("\n  last log lines:\n\n" + "".join("      " + l + "\n"
+                                                                for l in tail.strip().split("\n")[-10:]))
     return out
 
 
@@ -97,15 +98,18 @@ def render_rounds(results, s):
 def render_startup(results, s):
     names = results["targets"]
     return section(results, s, "startup", [
-        ("exec (docker run) → first 200 on /hello (ms)", [get(results, s, n, "hello_ms") for n in names], "%.1f", True),
-        ("exec (docker run) → first 200 on the DB path (ms)", [get(results, s, n, "db_ms") for n in names], "%.1f", True),
+        ("exec (docker run) → first 200 on /hello (ms)", [get(results, s, n, "hello_ms") for n in names], "%.1f",
+         True),
+        ("exec (docker run) → first 200 on the DB path (ms)", [get(results, s, n, "db_ms") for n in names], "%.1f",
+         True),
         ("container: process exec → first 200 on /hello (ms)", [get(results, s, n, "exec_hello_ms") for n in names],
          "%.1f", True)])
 
 
 def render_footprint(results, s):
     names = results["targets"]
-    return section(results, s, "footprint", [(label, [get(results, s, n, k) for n in names], f, True) for label, k, f in (
+    return section(results, s, "footprint", [(label, [get(results, s, n, k) for n in names], f, True)
+                                             for label, k, f in (
         ("binary (bytes)", "binary_bytes", "%d"), ("runtime closure (bytes)", "closure_bytes", "%d"),
         ("image (bytes)", "image_bytes", "%d"), ("docker stats memory, idle (bytes)", "idle_mem_bytes", "%d"),
         ("docker stats memory, after the loads (bytes)", "mem_after_load_bytes", "%d"),
@@ -129,7 +133,8 @@ def limit_rows(results, s, label):
     return [("%s: boot, start → first 200 on the DB path (ms)" % label, g("boot_ms"), "%.1f", True),
             ("%s: idle CPU %%" % label, g("idle_cpu_pct"), "%.2f", False),
             ("%s: idle RAM, docker stats (MiB)" % label, [mib(v) for v in g("idle_mem_bytes")], "%.2f", True),
-            ("%s: RAM under load, docker stats peak (MiB)" % label, [mib(v) for v in g("load_mem_bytes")], "%.2f", True),
+            ("%s: RAM under load, docker stats peak (MiB)" % label, [mib(v) for v in g("load_mem_bytes")], "%.2f",
+             True),
             ("%s: peak RSS (kB)" % label, g("peak_rss_kb"), "%d", True),
             ("%s: ab cold requests/s" % label, g("cold", "rps"), "%.0f", True),
             ("%s: ab warm requests/s" % label, g("warm", "rps"), "%.0f", True),
@@ -169,7 +174,8 @@ def db(runner, i):
     def run(t):
         t.stop()  # cold: a fresh start, as the published Go-vs-Quarkus runs did
         t.start()
-        return {"cold": ab(t.url + t.db_path, runner.p["ab_n"], 100), "warm": ab(t.url + t.db_path, runner.p["ab_n"], 100)}
+        cold = ab(t.url + t.db_path, runner.p["ab_n"], 100)
+        return {"cold": cold, "warm": ab(t.url + t.db_path, runner.p["ab_n"], 100)}
     runner.each("db", i, run, 20)
 
 
@@ -310,7 +316,8 @@ def c10k(runner, i):
     def run(t):
         t.stop()  # restarted to inherit the raised descriptor limit
         t.start()
-        return wrk(t.url + t.db_path, n, runner.p["c10k_s"], threads=2, script=os.path.join(HERE, "wrk", "percentiles.lua"))
+        return wrk(t.url + t.db_path, n, runner.p["c10k_s"], threads=2,
+                   script=os.path.join(HERE, "wrk", "percentiles.lua"))
     runner.each("c10k", i, run, runner.p["c10k_s"] + 2)
 
 
@@ -386,7 +393,8 @@ def charts(results, plot):
             rows.append('"%s" %s' % (s, " ".join("%.1f" % v for v in vals)))
     if rows:
         plot("requests", "scenario %s\n%s\n" % (cols, "\n".join(rows)),
-             'set title "requests/s"; set ylabel "requests/s"; plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead'
+             'set title "requests/s"; set ylabel "requests/s"; '
+             'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead'
              % (len(names) + 1))
     if "hello-latency" in sc:
         rows = ['"%s" %s' % (p, " ".join("%.3f" % ((sc["hello-latency"].get(n) or {}).get(p) or 0) for n in names))
@@ -395,14 +403,15 @@ def charts(results, plot):
              'set title "/hello latency (wrk -c50)"; set ylabel "ms"; '
              'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead' % (len(names) + 1))
     if "limits" in sc:
-        labels = [l for l in next((v for v in sc["limits"].values() if isinstance(v, dict)), {}) if l.startswith("memory")]
+        first = next((v for v in sc["limits"].values() if isinstance(v, dict)), {})
+        labels = [l for l in first if l.startswith("memory")]
         if labels:
-            rows = ['"%s" %s %s' % (l.replace("memory ", ""),
-                                    " ".join("%.0f" % (((sc["limits"].get(n) or {}).get(l) or {}).get("rss_kb") or 0) for n in names),
-                                    " ".join("%.0f" % (((sc["limits"].get(n) or {}).get(l) or {}).get("rps") or 0) for n in names))
-                    for l in labels]
+            def row(l, key):
+                return " ".join("%.0f" % (((sc["limits"].get(n) or {}).get(l) or {}).get(key) or 0) for n in names)
+            rows = ['"%s" %s %s' % (l.replace("memory ", ""), row(l, "rss_kb"), row(l, "rps")) for l in labels]
             rss_cols = " ".join('"%s RSS kB"' % n for n in names)
             rps_cols = " ".join('"%s req/s"' % n for n in names)
             plot("limits", "limit %s %s\n%s\n" % (rss_cols, rps_cols, "\n".join(rows)),
-                 'set title "under memory limits: peak RSS (kB) and /hello requests/s"; set logscale y; set yrange [1:*]; '
+                 'set title "under memory limits: peak RSS (kB) and /hello requests/s"; set logscale y; '
+                 'set yrange [1:*]; '
                  'plot for [i=2:%d] "%%(dat)s" using i:xtic(1) title columnhead' % (2 * len(names) + 1))
