@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The published suite's tables (bench/scenarios/published.py) from recorded results: each in its post's layout, each with
-the published figures in columns or rows marked "published (their hardware)", ratios only between measured
-targets, a target that could not run reported with why, and how each target took its memory cap."""
+"""The published suite's tables (bench/scenarios/published.py) from recorded results: each in its post's layout,
+each with the published figures in columns or rows marked "published (their hardware)", ratios only between
+measured targets, a target that could not run reported with why, and how each target took its memory cap."""
 import os
 import sys
 import unittest
