@@ -41,7 +41,41 @@ def _pub(refs, post, metric, system, condition=None, table=None, f="{:,.0f}"):
     return rs[0].get("outcome") or "N/A" if rs[0]["value"] is None else f.format(rs[0]["value"])
 
 
-def render_published(results, refs, _=None):
+def _artifact(sc, n):
+    """The artifact with its runtime closure (the build scenario's, measured one way for all), else the artifact."""
+    b = sc.get("build", {}).get(n, {})
+    if b.get("closure_bytes"):
+        return "%.1f" % (b["closure_bytes"] / 1e6)
+    a = sc["001"][n]["artifact_bytes"]
+    return ("%.2f" if a < 1e6 else "%.1f") % (a / 1e6) + NOTES.get(n, "")
+
+
+def _ramp004_row(folder, names, refs, nat):
+    """Post 004's row from a ramp004 run (bench/run.py --scenario ramp004): open arrivals to each target's break."""
+    with open(os.path.join(REPO, folder, "results.json")) as f:
+        r4 = json.load(f)
+    runs = r4["scenarios"]["ramp004"]
+
+    def cell(n):
+        r = runs.get(n)
+        if not r or "summary" not in r or not r["summary"]:
+            return "-"
+        s, sat = r["summary"], r.get("saturation")
+        point = "%s @ %g/s" % ("{:,}".format(sat["users"]), sat["rate"]) if sat else "not reached"
+        return "%s / %.1f / %s / %s%s" % (point, s["ko_pct"], "{:,.0f}".format(s["p95_ms"]), _mb(r["peak_rss_kb"]),
+                                          " (driver fell behind)" if r.get("driver_exit") == 3 else "")
+    return (["004: open arrivals, 14-request journey (5 writes) on a 154 MB table: saturation point (users @ "
+             "arrivals/s) / KO % / p95 ms / RAM MB"] + [cell(n) for n in names]
+            + ["Quarkus reactive native %s @ – / %s %% / %s / %s" % (
+                _pub(refs, "004", "saturation_point", nat, table="chapter 6"),
+                _pub(refs, "004", "ko", nat, table="chapter 6", f="{:g}"),
+                _pub(refs, "004", "response_time_p95", nat, table="chapter 6"),
+                _pub(refs, "004", "memory", nat, table="chapter 6", f="{:g}"))])
+
+
+def render_published(results, refs, ramp004=None):
+    """The published suite's summary; with `ramp004` (a folder), post 004's row comes from that open-workload run
+    instead of the suite's closed ramp."""
     names, sc = results["targets"], results["scenarios"]
 
     def each(fn):
@@ -72,19 +106,33 @@ def render_published(results, refs, _=None):
             "Spring MVC JVM: %s; Quarkus reactive native %s" % (
                 _pub(refs, "001", "requests_per_s", "Spring MVC JVM", "-Xmx32m"),
                 _pub(refs, "001", "requests_per_s", q + " native", "-Xmx32m"))],
-        ["001: peak RSS, MB / start, s / artifact, MB"] + each(lambda n: "%s / %s / %s%s" % (
+        ["001: peak RSS, MB / start, s / artifact%s, MB" % (
+            " + runtime closure (shared libraries a slim Debian lacks; for a jar, the JRE)"
+            if any(b.get("closure_bytes") for b in sc.get("build", {}).values()) else "")]
+        + each(lambda n: "%s / %s / %s" % (
             _mb(sc["001"][n]["memory_kb"]), ("%.3f" if sc["001"][n]["start_s"] < 1 else "%.2f") % sc["001"][n]["start_s"],
-            ("%.2f" if sc["001"][n]["artifact_bytes"] < 1e6 else "%.1f") % (sc["001"][n]["artifact_bytes"] / 1e6),
-            NOTES.get(n, ""))) + [
+            _artifact(sc, n))) + [
             "Quarkus reactive native %s / %s / %s" % (
                 _pub(refs, "001", "memory", q + " native", f="{:g}"), _pub(refs, "001", "startup_time", q + " native", f="{:g}"),
                 _pub(refs, "001", "artifact_size", q + " native", f="{:g}"))],
+        _ramp004_row(ramp004, names, refs, nat) if ramp004 else
         ["004: ramp to %s users on the DB path: KO %% / p95 ms / RAM MB" % "{:,}".format(results["params"]["ramp_users"])]
         + each(lambda n: "%g / %.1f / %s" % (sc["004"][n]["ko_pct"], sc["004"][n]["p95_ms"], _mb(sc["004"][n]["peak_rss_kb"])))
         + ["Quarkus reactive native %s %% / %s / %s" % (
             _pub(refs, "004", "ko", nat, table="chapter 6", f="{:g}"),
             _pub(refs, "004", "response_time_p95", nat, table="chapter 6"),
             _pub(refs, "004", "memory", nat, table="chapter 6", f="{:g}"))],
+    ]
+    if "003" in sc:
+        rows.insert(len(rows) - 1, ["003: exec → first 200 on the DB path, ms / a repeat request, ms"] + each(
+            lambda n: "%s / %.1f" % ("{:,.0f}".format(sc["003"][n]["first_db_ms"]), sc["003"][n]["repeat_db_ms"])) + [
+            "Quarkus JVM pod start %s–%s s, first request %s s; native < %s s, %s ms" % (
+                _pub(refs, "003", "pod_startup_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM", f="{:g}"),
+                refdata.find(refs, "003", "pod_startup_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM")[-1]["value"],
+                _pub(refs, "003", "first_request_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM", f="{:g}"),
+                _pub(refs, "003", "pod_startup_time", "Quarkus native", "Kubernetes pod with 512 MB RAM", f="{:g}"),
+                _pub(refs, "003", "first_request_time", "Quarkus native", "Kubernetes pod with 512 MB RAM", f="{:g}"))])
+    rows += [
         ["build, cold (s)"] + each(lambda n: "%.1f" % sc["build"][n]["cold_s"]) + [
             "Quarkus native %s–%s" % (_pub(refs, "001", "build_time", q + " native", f="{:g}"),
                                       _pub(refs, "004", "build_time", nat, table="chapter 6", f="{:g}"))],
