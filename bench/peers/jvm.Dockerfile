@@ -19,6 +19,10 @@ RUN mkdir -p /usr/share/man/man1 \
  && apt-get update \
  && apt-get install -y --no-install-recommends maven openjdk-17-jdk-headless \
  && rm -rf /var/lib/apt/lists/*
+# Certificate authorities the build host trusts beyond Debian's (an egress proxy's, a company's): images.sh puts
+# them in extra-ca/; Maven Central is then reached as the host reaches it (Java's cacerts follows the update).
+COPY extra-ca/ /usr/local/share/ca-certificates/extra/
+RUN update-ca-certificates
 WORKDIR /src
 COPY lib.sh ./
 COPY jvm-common ./jvm-common

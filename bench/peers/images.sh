@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds the peers' container images from their Dockerfiles (go/Dockerfile, jvm.Dockerfile) on the locally made
+# Debian base (tests/image/base_images.sh): preon-peer-go, preon-peer-quarkus, preon-peer-spring-webflux,
+# preon-peer-spring-mvc, or those named. The build stages fetch from the Go module proxy and Maven Central like the
+# host does, trusting the certificate authorities the host adds to Debian's (/usr/local/share/ca-certificates/,
+# e.g. an egress proxy's), copied into extra-ca/ for the build. Prints each image's build time and size.
+#   bench/peers/images.sh [go] [quarkus] [spring-webflux] [spring-mvc]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+"$HERE/../../tests/image/base_images.sh" >/dev/null
+rm -f "$HERE"/extra-ca/*.crt
+for crt in /usr/local/share/ca-certificates/*.crt /usr/local/share/ca-certificates/*/*.crt; do
+    [ -e "$crt" ] && cp "$crt" "$HERE/extra-ca/"
+done
+peers=("$@")
+[ ${#peers[@]} -gt 0 ] || peers=(go quarkus spring-webflux spring-mvc)
+log=$(mktemp /tmp/preon-peer-image.XXXXXX)
+trap 'rm -f "$HERE"/extra-ca/*.crt "$log"' EXIT
+status=0
+for p in "${peers[@]}"; do
+    start=$(date +%s)
+    case $p in
+        go) args=(-f "$HERE/go/Dockerfile") ;;
+        quarkus) args=(-f "$HERE/jvm.Dockerfile" --build-arg PEER=quarkus --build-arg ARTIFACT=quarkus-app
+                       --build-arg JAR=quarkus-run.jar) ;;
+        spring-webflux | spring-mvc) args=(-f "$HERE/jvm.Dockerfile" --build-arg "PEER=$p"
+                                           --build-arg "ARTIFACT=$p-peer.jar" --build-arg "JAR=$p-peer.jar") ;;
+        *) echo "unknown peer: $p (go, quarkus, spring-webflux, spring-mvc)" >&2; exit 2 ;;
+    esac
+    if docker build --network host "${args[@]}" -t "preon-peer-$p" "$HERE" >"$log" 2>&1; then
+        echo "preon-peer-$p: built in $(( $(date +%s) - start )) s, $(docker image inspect -f '{{.Size}}' "preon-peer-$p") bytes"
+    else
+        echo "preon-peer-$p: docker build failed; its last lines:" >&2
+        tail -n 20 "$log" >&2
+        status=1
+    fi
+done
+exit $status
