@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Hostile and broken clients: slowloris, oversized headers and request lines, malformed HTTP, half-closed
 connections, 10,000 pipelined requests on one connection. Each runs in a child process while this one probes
-GET /hello on new connections: the probe's p99 stays under 50 ms, every client gets a clear answer or a close,
-and preon survives. PREON_SCALE=long (bench/reliability.py) runs each for longer."""
+GET /hello on new connections: every probe is answered (a loop blocked by a hostile client would time it out: 5 s),
+every client gets a clear answer or a close, and preon survives. The probe's p99 is recorded, not asserted (tests
+never assert speed; docs/reliability.md reports it). PREON_SCALE=long (bench/reliability.py) runs each for longer."""
 import json
 import multiprocessing
 import socket
@@ -12,7 +13,6 @@ import unittest
 from harness import SLOW, Preon, main, read_response, record, require_env, scaled
 
 DURATION = scaled(3, 30, 3)  # seconds each hostile client keeps at it
-P99_LIMIT_MS = 50 * SLOW
 
 
 def connect(port):
@@ -233,7 +233,6 @@ class HostileTest(unittest.TestCase):
         record("hostile-" + name, seconds=round(time.monotonic() - start, 1), **result)
         self.assertNotIn("error", result, result)
         self.assertEqual(failures, [], result)
-        self.assertLess(p99, P99_LIMIT_MS, result)
         self.assertIsNone(self.preon.proc.poll(), "preon died:\n" + self.preon.output()[-3000:])
         return result
 
