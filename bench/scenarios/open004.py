@@ -47,6 +47,7 @@ def seed(pgdir, mb):
     t0 = time.monotonic()
     with open(ramp_open.SEED_SQL) as f:
         psql(pgdir, "-v", "rows=%d" % rows, stdin=f.read())
+    settle(pgdir)
     got = psql(pgdir, "-c", "SELECT count(*), max(id), pg_relation_size('fruits'), pg_total_relation_size('fruits') "
                             "FROM fruits").split("|")
     return {"rows": int(got[0]), "max_id": int(got[1]), "table_bytes": int(got[2]), "total_bytes": int(got[3]),
@@ -57,7 +58,15 @@ def tidy(pgdir, max_id):
     """Removes what a target's users left (rows created by journeys cut short), so that the next target starts from
     the same table."""
     psql(pgdir, "-c", "DELETE FROM fruits WHERE id > %d" % max_id)
-    psql(pgdir, "-c", "VACUUM (ANALYZE) fruits")
+    settle(pgdir)
+
+
+def settle(pgdir):
+    """Every target starts from the same state of the table: vacuumed (hint bits set, visibility map, statistics)
+    and checkpointed. Otherwise the first target after the seed pays for it — the first read of each fresh page
+    writes it again, autovacuum and a checkpoint run during its ramp — and the others do not."""
+    psql(pgdir, "-c", "VACUUM (FREEZE, ANALYZE) fruits")
+    psql(pgdir, "-c", "CHECKPOINT")
 
 
 def restore(pgdir):
