@@ -61,7 +61,7 @@ def _ramp004_row(folder, names, refs, nat):
         if not r or "summary" not in r or not r["summary"]:
             return "-"
         s, sat = r["summary"], r.get("saturation")
-        point = "%s @ %g/s" % ("{:,}".format(sat["users"]), sat["rate"]) if sat else "not reached"
+        point = "%s @ %.0f/s" % ("{:,}".format(sat["users"]), sat["rate"]) if sat else "not reached"
         return "%s / %.1f / %s / %s%s" % (point, s["ko_pct"], "{:,.0f}".format(s["p95_ms"]), _mb(r["peak_rss_kb"]),
                                           " (driver fell behind)" if r.get("driver_exit") == 3 else "")
     return (["004: open arrivals, 14-request journey (5 writes) on a 154 MB table: saturation point (users @ "
