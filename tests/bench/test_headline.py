@@ -22,7 +22,9 @@ class HeadlineTest(unittest.TestCase):
         r = check()
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"^\d+ headline tables match their records")
-        self.assertEqual(check(os.path.join(REPO, "README.md")).stdout, "2 headline tables match their records\n")
+        # README shows one headline table (the published suite, post 004's row from the open-workload run); the
+        # rest of the generated tables are in docs/
+        self.assertEqual(check(os.path.join(REPO, "README.md")).stdout, "1 headline tables match their records\n")
 
     def test_a_figure_changed_by_hand_is_caught(self):
         with open(os.path.join(REPO, "README.md")) as f:
