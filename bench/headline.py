@@ -22,11 +22,22 @@ import os
 import re
 import sys
 
-from measure import REPO, md_table, refdata, throughput_report
+from measure import REPO, Spread, md_table, refdata, throughput_report
+from measure.rounds import spread
 from measure.throughput_report import TESTS, Table
 
 BLOCK = re.compile(r"(<!-- headline:(\w+) (\S+)(?: ([^\n>]*?))? -->\n)(.*?)(<!-- /headline -->)", re.S)
 NOTES = {"jvm": " + JDK"}  # what a target's artifact does not include
+
+
+def _k(v):
+    return "%.1fk" % (v / 1000.0) if v >= 1000 else "%.0f" % v
+
+
+def _rps(rec, *keys):
+    """A requests/s figure: the median, and its rounds' min–max where it was measured in rounds."""
+    v = spread(rec, *keys)
+    return "{:,.0f}".format(v) + (" (%s–%s)" % (_k(v.lo), _k(v.hi)) if isinstance(v, Spread) and v.n > 1 else "")
 
 
 def _mb(kb):
@@ -90,19 +101,19 @@ def render_published(results, refs, ramp004=None):
     q = "Quarkus RESTEasy Reactive"
     nat = "Quarkus Reactive + R2DBC, native executable"  # as chapter 6 labels it
     rows = [
-        ["000: wrk -c50 -d20s /hello, req/s (p99)"] + each(
-            lambda n: "{:,.0f} ({:.3g} ms)".format(sc["000"][n]["rps"], sc["000"][n]["p99"])) + [
+        ["000: wrk -c50 -d20s /hello, warm, req/s; p99"] + each(
+            lambda n: "%s; p99 %.3g ms" % (_rps(sc["000"][n], "rps"), sc["000"][n]["p99"])) + [
             "Quarkus JVM %s (%s ms), native %s (%s ms)" % (
                 _pub(refs, "000", "requests_per_s", "Quarkus JVM"), _pub(refs, "000", "latency_p99", "Quarkus JVM", f="{:.3g}"),
                 _pub(refs, "000", "requests_per_s", "Quarkus native"),
                 _pub(refs, "000", "latency_p99", "Quarkus native", f="{:.3g}"))],
-        ["001: wrk -t10 -c50 -d60s /hello, req/s"] + each(lambda n: "{:,.0f}".format(sc["001"][n]["rps"])) + [
+        ["001: wrk -t10 -c50 -d60s /hello, req/s"] + each(lambda n: _rps(sc["001"][n], "rps")) + [
             "%s JVM %s, native %s" % (q, _pub(refs, "001", "requests_per_s", q + " JVM"),
                                       _pub(refs, "001", "requests_per_s", q + " native"))],
         ["001: … under a 32 MiB cap (%s)" % "; ".join(
             "%s: %s" % (n, sc["001"][n]["caps"]["32"]["how"].replace("cgroup memory.max 32 MiB", "cgroup"))
             for n in names if "caps" in sc["001"].get(n, {}))] + each(
-            lambda n: "{:,.0f}".format(sc["001"][n]["caps"]["32"]["rps"])) + [
+            lambda n: _rps(sc["001"][n], "caps", "32", "rps")) + [
             "Spring MVC JVM: %s; Quarkus reactive native %s" % (
                 _pub(refs, "001", "requests_per_s", "Spring MVC JVM", "-Xmx32m"),
                 _pub(refs, "001", "requests_per_s", q + " native", "-Xmx32m"))],

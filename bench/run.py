@@ -184,13 +184,18 @@ class Runner:
         if not t.alive():
             t.start()
 
-    def each(self, scenario, index, fn, eta_s, start=True):
-        """Runs fn(target) for every target (started first unless start=False), alternating the order by scenario;
-        a failure is recorded with the target's last log lines and the others go on."""
-        order = self.targets if index % 2 == 0 else list(reversed(self.targets))
+    def each(self, scenario, index, fn, eta_s, start=True, rotate=None, label=""):
+        """Runs fn(target) for every target (started first unless start=False), alternating the order by scenario,
+        or with the order rotated by `rotate` places (rounds); a failure is recorded with the target's last log
+        lines and the others go on."""
+        if rotate is not None:
+            k = rotate % len(self.targets)
+            order = self.targets[k:] + self.targets[:k]
+        else:
+            order = self.targets if index % 2 == 0 else list(reversed(self.targets))
         for i, t in enumerate(order):
-            log("%s: %s (%d/%d), ~%ds left in this scenario, %ds so far" % (
-                scenario, t.name, i + 1, len(order), eta_s * (len(order) - i), time.monotonic() - self.started))
+            log("%s%s: %s (%d/%d), ~%ds left in this pass, %ds so far" % (
+                scenario, label, t.name, i + 1, len(order), eta_s * (len(order) - i), time.monotonic() - self.started))
             try:
                 if start:
                     self.ensure(t)

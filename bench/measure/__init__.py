@@ -14,11 +14,12 @@ and, imported by name (from measure import refdata; from measure.ramp import run
   ramp              the ramp of virtual users, post 004's layout (bench/ramp.py is its command line)
   ramp_open         the open-workload driver of bench/ramp004/driver: build, run, parse, saturation point
   refdata           the published posts' figures as data (bench/reference/); run directly, it validates them
+  rounds            a measurement's rounds merged into medians, and read back with their spread
   scaleup           post 003's scale-up: an HAProxy of its own, a fixed-rate probe, the figures (bench/scaleup.py)
   throughput_report bench/throughput.py's table, also rendered by bench/headline.py
 """
 __all__ = ["ab", "parse_ab", "parse_pgbench", "parse_wrk", "pgbench", "wrk", "cpu_s", "cpu_share", "dir_bytes",
-           "main_pid", "rss_kb", "stripped_size", "threads", "tree", "tree_cpu_s", "fmt", "log", "md_table", "metric_table", "ratio",
+           "main_pid", "rss_kb", "stripped_size", "threads", "tree", "tree_cpu_s", "Spread", "fmt", "log", "md_table", "metric_table", "ratio",
            "results_header", "save", "HERE", "PG_SH", "REPO", "V1", "Cgroup", "Target", "build_preon", "free_port",
            "get", "hand_over", "preon_env", "private_postgres", "private_postgres_dir", "jre_bytes", "runtime_closure"]
 
@@ -26,6 +27,6 @@ from .closure import jre_bytes, runtime_closure  # noqa: F401
 from .load import ab, parse_ab, parse_pgbench, parse_wrk, pgbench, wrk  # noqa: F401
 from .proc import (cpu_s, cpu_share, dir_bytes, main_pid, rss_kb, stripped_size, threads, tree,  # noqa: F401
                    tree_cpu_s)
-from .report import fmt, log, md_table, metric_table, ratio, results_header, save  # noqa: F401
+from .report import Spread, fmt, log, md_table, metric_table, ratio, results_header, save  # noqa: F401
 from .services import (HERE, PG_SH, REPO, V1, Cgroup, Target, build_preon, free_port, get, hand_over, preon_env,  # noqa: F401
                        private_postgres, private_postgres_dir)

@@ -4,6 +4,7 @@ results.json + report.md pair every script writes."""
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 
@@ -38,14 +39,37 @@ def results_header(args=None, **fields):
     return head
 
 
+class Spread(float):
+    """The median of a figure's rounds that keeps their range: a float (the median) for arithmetic and formats,
+    printed by fmt() as "median (min–max)"; ratio() of two says "within noise" where their ranges overlap."""
+
+    def __new__(cls, values):
+        vs = sorted(values)
+        self = float.__new__(cls, statistics.median(vs))
+        self.lo, self.hi, self.n = vs[0], vs[-1], len(vs)
+        return self
+
+    def overlaps(self, other):
+        return self.lo <= other.hi and other.lo <= self.hi
+
+
 def fmt(v, f="%.0f", missing="-"):
-    """A figure for a table cell: `f` applied, or `missing` when there is none."""
-    return f % v if v is not None else missing
+    """A figure for a table cell: `f` applied, or `missing` when there is none; a Spread of several rounds with
+    its min–max."""
+    if v is None:
+        return missing
+    if isinstance(v, Spread) and v.n > 1:
+        return "%s (%s–%s)" % (f % v, f % v.lo, f % v.hi)
+    return f % v
 
 
 def ratio(a, b, f="%.2f×"):
-    """a / b as a table cell, "-" when either is missing or b is 0."""
-    return f % (a / b) if a is not None and b else "-"
+    """a / b as a table cell, "-" when either is missing or b is 0; for two Spreads of several rounds, "within
+    noise" where their ranges overlap (no verdict either way)."""
+    if a is None or not b:
+        return "-"
+    noise = all(isinstance(x, Spread) and x.n > 1 for x in (a, b)) and a.overlaps(b)
+    return f % (a / b) + (" (within noise)" if noise else "")
 
 
 def md_table(header, rows, align=None):

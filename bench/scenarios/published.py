@@ -18,15 +18,18 @@ from measure import (REPO, Cgroup, Target, dir_bytes, fmt, get, jre_bytes, main_
                      runtime_closure, tree_cpu_s, wrk)
 from measure import refdata
 from measure.ramp import run_ramp
+from measure.rounds import merge, spread
 
 from . import params, plots, scenario
 
 # warmup_s: before each warm measured run, wrk on /hello then on the DB path for half of it each (a JVM compiles
 # its hot code then); p003_starts: fresh starts of post 003's first-request scenario.
 FULL = {"p000_s": 20, "p001_s": 60, "caps_mib": [32, 128], "p001_starts": 5, "ramp_users": 10000, "ramp_s": 180,
-        "ramp_hold_s": 30, "ramp_think_s": 2.0, "ramp_timeout_s": 10, "warmup_s": 20, "p003_starts": 5}
+        "ramp_hold_s": 30, "ramp_think_s": 2.0, "ramp_timeout_s": 10, "warmup_s": 20, "p003_starts": 5,
+        "p_rounds": 3}
 QUICK = {"p000_s": 2, "p001_s": 2, "caps_mib": [32, 128], "p001_starts": 2, "ramp_users": 500, "ramp_s": 8,
-         "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5, "warmup_s": 2, "p003_starts": 2}
+         "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5, "warmup_s": 2, "p003_starts": 2,
+         "p_rounds": 1}
 params(FULL, QUICK)
 JVM_PEERS = ("quarkus", "spring-webflux", "spring-mvc")  # bench/peers/ targets whose artifact runs on the JRE
 PUBLISHED = "published (their hardware)"
@@ -129,6 +132,21 @@ def _get(sc, s, n, *keys):
     return v
 
 
+def _sp(sc, s, n, *keys):
+    """A figure of scenario s for target n, as a Spread (median, min–max) where it was measured in rounds."""
+    return spread(sc.get(s, {}).get(n), *keys)
+
+
+def _rounds_note(results, s):
+    """The sentence that says how a scenario's figures were taken in rounds, or "" for a single run."""
+    n = max([len(v.get("rounds") or []) for v in results["scenarios"].get(s, {}).values() if isinstance(v, dict)] or [0])
+    if n < 2:
+        return "Each figure is one run. "
+    return ("Each load figure is the median of %d rounds, min–max in brackets; the targets' order rotated by one each "
+            "round. A ratio is of the medians, marked \"within noise\" where the two ranges overlap (no verdict "
+            "either way). " % n)
+
+
 def _table(out, title, names, pub_cols, rows, intro=None):
     """rows: (label, [measured value per target], format, ratio?, [published text per pub column])."""
     out.extend(["", "### " + title, ""] + ([intro, ""] if intro else []) + [
@@ -178,14 +196,14 @@ def render(results, s, refs=None):
     elif s == "000":
         pub = ["Quarkus JVM", "Quarkus native"]
         warm = results["params"].get("warmup_s")  # None in runs recorded before the warm-up
-        rows = [("requests/s" + (" (warm)" if warm is not None else ""), [_get(sc, s, n, "rps") for n in names], "%.0f", True,
+        rows = [("requests/s" + (" (warm)" if warm is not None else ""), [_sp(sc, s, n, "rps") for n in names], "%.0f", True,
                  [V(refs, "000", "requests_per_s", x) for x in pub])]
         if any(_get(sc, s, n, "cold") for n in names):
             rows += [("requests/s, cold: a fresh start, wrk at once (as the post ran)",
-                      [_get(sc, s, n, "cold", "rps") for n in names], "%.0f", True, ["-", "-"]),
-                     ("latency p99 (ms), cold", [_get(sc, s, n, "cold", "p99") for n in names], "%.2f", True, ["-", "-"])]
+                      [_sp(sc, s, n, "cold", "rps") for n in names], "%.0f", True, ["-", "-"]),
+                     ("latency p99 (ms), cold", [_sp(sc, s, n, "cold", "p99") for n in names], "%.2f", True, ["-", "-"])]
         for k in ("p50", "p75", "p90", "p99"):
-            rows.append(("latency %s (ms)" % k, [_get(sc, s, n, k) for n in names], "%.2f", True,
+            rows.append(("latency %s (ms)" % k, [(_sp if k == "p99" else _get)(sc, s, n, k) for n in names], "%.2f", True,
                          [V(refs, "000", "latency_" + k, x) for x in pub]))
         rows.append(("requests in the run", [_get(sc, s, n, "requests") for n in names], "%d", False,
                      [V(refs, "000", "requests_total", x, condition=c) for x, c in zip(pub, ("in 20.04 s", "in 20.09 s"))]))
@@ -193,10 +211,12 @@ def render(results, s, refs=None):
                                                   if _get(sc, s, n, "rps") is not None else None for n in names], "%d", False,
                      ["-", "-"]))
         _table(out, "000: wrk -c50 -d%ds --latency /hello" % results["params"]["p000_s"], names, pub, rows,
-               "Post 000's layout (wrk's latency distribution). %sPublished: a Quarkus 1.13 route returning a string, "
-               "on a 2017 MacBook Pro." % ("Warm: after a %s s warm-up (wrk on /hello, then on the DB path), the figures "
-                                           "of every row without \"cold\"; cold: the same wrk the moment a fresh start "
-                                           "answers, as the post ran it. " % warm if warm is not None else ""))
+               "Post 000's layout (wrk's latency distribution). %s%sPublished: a Quarkus 1.13 route returning a "
+               "string, on a 2017 MacBook Pro." % (
+                   _rounds_note(results, s),
+                   "Warm: after a %s s warm-up (wrk on /hello, then on the DB path), the figures of every row without "
+                   "\"cold\"; cold: the same wrk the moment a fresh start answers, as the post ran it. " % warm
+                   if warm is not None else ""))
     elif s == "001":
         caps = results["params"]["caps_mib"]
         pub = refdata.systems(refs, "001", "JVM table") + refdata.systems(refs, "001", "native table")
@@ -206,10 +226,10 @@ def render(results, s, refs=None):
                  [V(refs, "001", "build_time", x) for x in pub]),
                 ("start time (s)", [_get(sc, s, n, "start_s") for n in names], "%.3f", True,
                  [V(refs, "001", "startup_time", x) for x in pub]),
-                ("requests per second", [_get(sc, s, n, "rps") for n in names], "%.0f", True,
+                ("requests per second", [_sp(sc, s, n, "rps") for n in names], "%.0f", True,
                  [V(refs, "001", "requests_per_s", x) for x in pub])]
         for mib in caps:
-            rows.append(("requests per second (cap %d MiB)" % mib, [_get(sc, s, n, "caps", str(mib), "rps") for n in names],
+            rows.append(("requests per second (cap %d MiB)" % mib, [_sp(sc, s, n, "caps", str(mib), "rps") for n in names],
                          "%.0f", True, [V(refs, "001", "requests_per_s", x, condition="-Xmx%dm" % mib) for x in pub]))
         rows.append(("memory (MB, peak RSS)", [_mb(_get(sc, s, n, "memory_kb")) for n in names], "%.1f", True,
                      [V(refs, "001", "memory", x) for x in pub]))
@@ -217,8 +237,9 @@ def render(results, s, refs=None):
             rows.append(("memory (MB, cap %d MiB)" % mib, [_mb(_get(sc, s, n, "caps", str(mib), "memory_kb")) for n in names],
                          "%.1f", True, [V(refs, "001", "memory", x, condition="-Xmx%dm" % mib) for x in pub]))
         _table(out, "001: wrk -t10 -c50 -d%ds /hello, bare and capped" % results["params"]["p001_s"], names, pub, rows,
-               "Post 001's layout. Build time comes from the build scenario (cold). %sPublished: Spring and Quarkus "
-               "on an i5-10400; their caps are -Xmx (heap) flags." % (
+               "Post 001's layout. Build time comes from the build scenario (cold); size and start time from the "
+               "first round. %s%sPublished: Spring and Quarkus on an i5-10400; their caps are -Xmx (heap) flags." % (
+                   _rounds_note(results, s),
                    "Every wrk run here is warm: after a %s s warm-up (wrk on /hello, then on the DB path), capped runs "
                    "too. " % results["params"]["warmup_s"] if "warmup_s" in results["params"] else ""))
         for n in names:
@@ -367,6 +388,23 @@ def charts(results, plot):
 
 # ---------------------------------------------------------------- the scenarios
 
+def in_rounds(runner, name, i, fn, eta_s, start=True):
+    """Scenario `name` in p_rounds rounds: fn(target, round) for every target, the order rotated by one place each
+    round (no target always first or last after another's load); each target's record is merge() of its rounds.
+    A target none of whose rounds succeeded keeps its last error."""
+    n = runner.p["p_rounds"]
+    done = {t.name: [] for t in runner.targets}
+    for rnd in range(n):
+        def one(t):
+            v = fn(t, rnd)
+            done[t.name].append(v)
+            return v
+        runner.each(name, i, one, eta_s * (n - rnd), start=start, rotate=rnd, label=" round %d/%d" % (rnd + 1, n))
+    for t in runner.targets:
+        if done[t.name]:
+            runner.record(name, t, merge(done[t.name]))
+
+
 @scenario("build", render, suite="published")
 def s_build(runner, i):
     gocache = tempfile.mkdtemp(prefix="preon-bench-gocache-")
@@ -405,28 +443,29 @@ def s_000(runner, i):
     warm run's figures are the row's, the cold run's are kept under "cold"."""
     s, w = runner.p["p000_s"], runner.p["warmup_s"]
 
-    def run(t):
+    def run(t, _rnd):
         t.stop()
         t.start()
         cold = wrk(t.url + "/hello", 50, s, threads=2)
         warm_up(t, w)
         return dict(wrk(t.url + "/hello", 50, s, threads=2), cold=cold, warmup_s=w)
-    runner.each("000", i, run, 2 * s + w, start=False)  # run() starts it afresh itself
+    in_rounds(runner, "000", i, run, 2 * s + w, start=False)  # run() starts it afresh itself
 
 
 @scenario("001", render, suite="published")
 def s_001(runner, i):
     p = runner.p
 
-    def run(t):
+    def run(t, rnd):
         out = {}
-        if t.spec.get("artifact") and os.path.exists(t.spec["artifact"]):
-            out["artifact_bytes"] = dir_bytes(t.spec["artifact"])
-        starts = []
-        for _ in range(p["p001_starts"]):
-            t.stop()
-            starts.append(t.start()[0])
-        out["start_s"] = statistics.median(starts)
+        if rnd == 0:  # size and start time once: neither is a load figure
+            if t.spec.get("artifact") and os.path.exists(t.spec["artifact"]):
+                out["artifact_bytes"] = dir_bytes(t.spec["artifact"])
+            starts = []
+            for _ in range(p["p001_starts"]):
+                t.stop()
+                starts.append(t.start()[0])
+            out["start_s"] = statistics.median(starts)  # later rounds: a fresh start, by runner.each
         warm_up(t, p["warmup_s"])
         out["rps"] = wrk(t.url + "/hello", 50, p["p001_s"], threads=10)["rps"]
         out["memory_kb"] = peak_rss_kb(t)
@@ -455,7 +494,7 @@ def s_001(runner, i):
                     cg.remove()
             out["caps"][str(mib)] = row
         return out
-    runner.each("001", i, run, (1 + len(p["caps_mib"])) * (p["p001_s"] + p["warmup_s"] + 2))
+    in_rounds(runner, "001", i, run, (1 + len(p["caps_mib"])) * (p["p001_s"] + p["warmup_s"] + 2))
 
 
 def timed_get(url):

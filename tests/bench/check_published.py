@@ -41,6 +41,14 @@ for s, ok in filled.items():
                 v = dict(v, missing=str(e))
             if not good:
                 problems.append("%s/%s: implausible figures %r" % (s, n, {k: x for k, x in v.items() if k != "windows"}))
+rounds = r["params"].get("p_rounds", 1)
+for s in ("000", "001"):  # every figure of these from p_rounds rounds, each round kept, and the report says so
+    for n in r["targets"]:
+        v = sc.get(s, {}).get(n)
+        if isinstance(v, dict) and "error" not in v and len(v.get("rounds") or []) != rounds:
+            problems.append("%s/%s: %s rounds recorded, %d run" % (s, n, len(v.get("rounds") or []), rounds))
+    if rounds > 1 and "median of %d rounds" % rounds not in report.split("### " + s, 1)[-1].split("\n### ", 1)[0]:
+        problems.append("%s: the report does not say its figures are medians of %d rounds" % (s, rounds))
 for png in ("ramp-p95.png", "ramp-ko.png", "001-rps.png"):
     p = os.path.join(out, png)
     if not os.path.exists(p) or open(p, "rb").read(8) != b"\x89PNG\r\n\x1a\n":

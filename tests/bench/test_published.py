@@ -7,7 +7,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from measure import Target, refdata  # noqa: E402
+from measure import Spread, Target, fmt, ratio, refdata  # noqa: E402
+from measure.rounds import merge, spread  # noqa: E402
 import scenarios  # noqa: E402
 from scenarios import published  # noqa: E402
 
@@ -99,6 +100,48 @@ class PublishedRenderTest(unittest.TestCase):
         self.assertEqual(t.argv, ["sh", "-c", "java -Xmx128m -jar q.jar"])
         base.spec = {"cap": "-Xmx{mib}m", "start": "./q-runner"}
         self.assertEqual(published.capped(base, 32)[0].argv, ["sh", "-c", "./q-runner -Xmx32m"])
+
+
+class RoundsTest(unittest.TestCase):
+    """000 and 001 in rounds: each figure the median of its rounds with their min–max, a ratio of medians, and
+    "within noise" where two targets' ranges overlap; outcomes that differ between rounds both said."""
+
+    def rounds(self):
+        pre = [{"rps": 30000.0, "p99": 5.0, "cold": {"rps": 20000.0, "p99": 9.0}},
+               {"rps": 34000.0, "p99": 4.0, "cold": {"rps": 21000.0, "p99": 8.0}},
+               {"rps": 31000.0, "p99": 6.0, "cold": {"rps": 26000.0, "p99": 7.0}}]
+        go = [{"rps": 20000.0, "p99": 9.0, "cold": {"rps": 19000.0, "p99": 9.0}},
+              {"rps": 22000.0, "p99": 8.0, "cold": {"rps": 25000.0, "p99": 9.5}},
+              {"rps": 21000.0, "p99": 7.0, "cold": {"rps": 23000.0, "p99": 8.5}}]
+        r = results()
+        r["scenarios"]["000"] = {"preon": merge(pre), "go": merge(go)}
+        return r
+
+    def test_merge(self):
+        m = merge([{"rps": 3.0, "caps": {"32": {"rps": 1.0, "result": "ok"}}, "start_s": 0.5},
+                   {"rps": 1.0, "caps": {"32": {"rps": None, "result": "OOM"}}},
+                   {"rps": 2.0, "caps": {"32": {"rps": 5.0, "result": "ok"}}}])
+        self.assertEqual((m["rps"], m["start_s"], m["caps"]["32"]["rps"], m["caps"]["32"]["result"]),
+                         (2.0, 0.5, 3.0, "ok; OOM"))
+        self.assertEqual(len(m["rounds"]), 3)
+        s = spread(m, "caps", "32", "rps")
+        self.assertEqual((float(s), s.lo, s.hi, s.n), (3.0, 1.0, 5.0, 2))
+        self.assertEqual(spread({"rps": 7.0}, "rps"), 7.0)  # a record of one run, as recorded before rounds
+
+    def test_cells_and_verdicts(self):
+        md = "\n".join(published.render(self.rounds(), "000", refdata.load()))
+        self.assertIn("median of 3 rounds", md)
+        # warm: 30000–34000 against 20000–22000 do not overlap → a plain ratio
+        self.assertIn("| requests/s (warm) | 31000 (30000–34000) | 21000 (20000–22000) | 1.48× |", md)
+        # cold: 20000–26000 against 19000–25000 overlap → within noise
+        self.assertIn("| 21000 (20000–26000) | 23000 (19000–25000) | 0.91× (within noise) |", md)
+
+    def test_ratio(self):
+        self.assertEqual(ratio(Spread([1, 2, 3]), Spread([4, 5, 6])), "0.40×")
+        self.assertEqual(ratio(Spread([1, 2, 4]), Spread([4, 5, 6])), "0.40× (within noise)")
+        self.assertEqual(ratio(Spread([2]), Spread([2])), "1.00×")  # one round: no verdict to give
+        self.assertEqual(fmt(Spread([1, 2, 3]), "%.0f"), "2 (1–3)")
+        self.assertEqual(fmt(Spread([2]), "%.0f"), "2")
 
 
 if __name__ == "__main__":
