@@ -25,7 +25,9 @@ here, on a private PostgreSQL), a start command and a base URL, or an image (run
 startup is then docker run → first 200 and the container's exec → first 200). A start command or an image gets
 PGHOST/PGPORT/PGDATABASE/PGUSER of the same private PostgreSQL, an image also PREON_* and PORT. Targets take turns in each scenario (A B, then B A), on loopback only, every run bounded in time.
 The published suite (--suite published, bench/scenarios/published.py) re-runs the five posts' tables in their own
-layouts beside the posts' figures (bench/reference/): build (cold and warm), 000, 001 and 004 (a ramp of users).
+layouts beside the posts' figures (bench/reference/): post 001's Docker table (limits) and post 002's matrix on each
+target's container image (--images: preon's Dockerfile, bench/peers/images.sh; built when missing), build (cold and
+warm), 000 and 001 (medians of 3 rounds, the order rotated), 003 (start → first request) and 004 (a ramp of users).
 `--target go`, `quarkus`, `quarkus-native`, `spring-webflux` and `spring-mvc` are the peer services in bench/peers/
 (run.sh, build.sh: the posts' own stacks at pinned versions); "preon,name=x,env='PREON_…=…'"
 is preon under another name with other settings (e.g. two preon targets side by side).
@@ -255,6 +257,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="every scenario in seconds")
     ap.add_argument("--limit-seconds", type=int, help="length of each limits load (default: the post's 60 s)")
     ap.add_argument("--limits", help='caps for limits and matrix instead of the published ones, e.g. "mem=32m,cpus=1;mem=64m"')
+    ap.add_argument("--images", action="store_true",
+                    help="limits and matrix on each target's container image (preon: docker build .; a peer: "
+                         "bench/peers/images.sh NAME; built when missing, except in --quick mode); --suite published "
+                         "implies it")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override one of the scenario parameters (e.g. rounds_n=5, rounds_s=10, rounds_conns=50,100, "
                          "limit_s=10): " + ", ".join(sorted(FULL)))
@@ -281,7 +287,9 @@ def main():
             parse_limits(args.limits)
         except ValueError as e:
             ap.error(str(e))
-    if ({"limits", "matrix"} & set(names)) and any("image" not in t for t in specs) and os.geteuid() != 0:
+    use_images = args.images or args.suite == "published"
+    if ({"limits", "matrix"} & set(names)) and not use_images and any("image" not in t for t in specs) \
+            and os.geteuid() != 0:
         ap.error("the limits and matrix scenarios need root for a process target (cgroups)")
     if any("image" in t for t in specs) and docker_ready():
         ap.error(docker_ready())
@@ -291,6 +299,9 @@ def main():
         try:
             runner = Runner(args, targets)
             runner.pgdir = pgdir
+            runner.images = use_images
+            runner.image_target = lambda spec, image: make_target(
+                {"name": spec["name"], "image": image, "db-path": spec.get("db-path", "/fruits")}, preon_bin, pgport)
             results = runner.run(names)
         finally:
             for t in targets:

@@ -11,6 +11,7 @@ tests (tests/integration/harness.py): it never imports either. Modules:
 and, imported by name (from measure import refdata; from measure.ramp import run_ramp):
 
   container         image targets (docker run --network host), container limits and memory sampling
+  images            each target's container image (preon's Dockerfile, the peers' images.sh), built when missing
   ramp              the ramp of virtual users, post 004's layout (bench/ramp.py is its command line)
   ramp_open         the open-workload driver of bench/ramp004/driver: build, run, parse, saturation point
   refdata           the published posts' figures as data (bench/reference/); run directly, it validates them

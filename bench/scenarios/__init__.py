@@ -2,14 +2,15 @@
 """bench/run.py's scenarios, in one registry. A scenario is a function fn(runner, i) (runner: run.py's Runner, which
 runs a function on every target in turn and records what it returns; i: the scenario's place in the run, which
 alternates the order of the targets) registered with @scenario(NAME, render=R, suite=SUITE): R(results, NAME)
-gives the Markdown lines of its section of report.md, SUITE the suite of run.py's --suite it belongs to (besides
-`all`). A module registers its parameters (FULL, QUICK: the published durations and the --quick ones) with
+gives the Markdown lines of its section of report.md, SUITE the suite (or a tuple of suites) of run.py's --suite
+it belongs to (besides `all`). A module registers its parameters (FULL, QUICK: the published durations and the --quick ones) with
 params() and its charts with @plots. run.py's --scenario list, its --help, its runs and its report come from here,
 in the order of registration:
 
   classic    hello, hello-latency, db, startup, footprint, limits, matrix, c10k, rounds (published_docker: the
              published Docker experiments beside limits and matrix)
-  published  build, 000, 001, 003, 004: the posts' tables in their own layouts, beside the posts' figures
+  published  limits and matrix (each target's container image), build, 000, 001, 003, 004: the posts' tables in
+             their own layouts, beside the posts' figures
   open004    ramp004: post 004 with an open workload
 """
 import collections
@@ -44,14 +45,18 @@ def plots(fn):
     return fn
 
 
+def _suites(s):
+    return s.suite if isinstance(s.suite, tuple) else (s.suite,) if s.suite else ()
+
+
 def names(suite="all"):
     """The scenarios of `suite` (all: every one), in the order of registration."""
-    return [s.name for s in REGISTRY.values() if suite == "all" or s.suite == suite]
+    return [s.name for s in REGISTRY.values() if suite == "all" or suite in _suites(s)]
 
 
 def suites():
     """Every suite's name: the ones scenarios name, and all."""
-    return sorted({s.suite for s in REGISTRY.values() if s.suite} | {"all"})
+    return sorted({x for s in REGISTRY.values() for x in _suites(s)} | {"all"})
 
 
 from . import classic, published, open004  # noqa: E402,F401 - they register themselves, in this order

@@ -11,6 +11,7 @@ import time
 
 from measure import HERE, Cgroup, Target, ab, cpu_s, log, metric_table, rss_kb, runtime_closure, threads, wrk
 from measure import main_pid as process_main_pid
+from measure import images
 from measure.container import ImageTarget, PeakSampler, cgroup_mem_bytes, limit_label, parse_limits
 
 from . import params, plots, published_docker, scenario
@@ -274,14 +275,18 @@ def under_limits(t, row, fn):
 
 def under_each_cap(runner, name, i, fn, row_s):
     """Runs fn(limited, mem, start_times) on every target (stopped first) under each row of scenario `name`'s caps
-    (under_limits); row_s: about how long a row takes."""
+    (under_limits); row_s: about how long a row takes. With runner.images (--images, which --suite published
+    implies: the posts ran containers), each target runs as its container image (measure.images), built first when
+    missing unless in --quick mode; a target without one reports why."""
     def run(t):
         t.stop()
+        if getattr(runner, "images", False) and not isinstance(t, ImageTarget):
+            t = runner.image_target(t.spec, images.ensure(t.spec, build=not runner.args.quick))
         return {limit_label(row): under_limits(t, row, fn) for row in caps(runner, name)}
     runner.each(name, i, run, len(caps(runner, name)) * row_s)
 
 
-@scenario("limits", render_limits, suite="classic")
+@scenario("limits", render_limits, suite=("classic", "published"))
 def limits(runner, i):
     def load(limited, mem, _times):
         pid = main_pid(limited)
@@ -295,7 +300,7 @@ def limits(runner, i):
     under_each_cap(runner, "limits", i, load, runner.p["limit_s"] + 3)
 
 
-@scenario("matrix", render_limits, suite="classic")
+@scenario("matrix", render_limits, suite=("classic", "published"))
 def matrix(runner, i):
     def measure(limited, mem, times):
         pid = main_pid(limited)

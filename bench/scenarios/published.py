@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The published posts' tables as bench/run.py scenarios: `build` (every target's build command, cold then warm),
-`000` (wrk -c50 -d20s --latency on /hello), `001` (artifact size, build time, start time, wrk -t10 -c50 -d60s and
-memory, bare and under each heap/memory cap) and `004` (a ramp of users to 10,000 on the DB path, bench/ramp.py).
+`000` (wrk -c50 -d20s --latency on /hello, cold and warm), `001` (artifact size, build time, start time, wrk -t10
+-c50 -d60s and memory, bare and under each heap/memory cap), `003` (start → first request → repeat request) and
+`004` (a ramp of users to 10,000 on the DB path, bench/ramp.py); 000 and 001 in rotated rounds (in_rounds). The
+suite also runs classic's limits and matrix (posts 001 and 002's Docker experiments) on each target's image.
 Each runs through run.py's Runner (targets in turn, failures reported) and renders in the post's own layout, with
 the post's figures (bench/reference/) in columns or rows marked "published (their hardware)" that never enter a
 ratio."""

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
 """Checks a `bench/run.py --suite published` output folder: every table of every scenario is filled for every
-target, or says why that target could not run; preon's figures are all there; the published column is in each
+target, or says why that target could not run; preon's figures are all there (its image's too, when Docker answers); the published column is in each
 table; the charts are PNGs. Usage: check_published.py DIR"""
 import json
 import os
+import shutil
+import subprocess
 import sys
 
 out = sys.argv[1]
@@ -41,6 +43,24 @@ for s, ok in filled.items():
                 v = dict(v, missing=str(e))
             if not good:
                 problems.append("%s/%s: implausible figures %r" % (s, n, {k: x for k, x in v.items() if k != "windows"}))
+# post 001's Docker table and post 002's matrix, on each target's image: preon's (the image test builds it) must
+# fill every cell when Docker answers; a target without an image says why in its section
+docker = subprocess.run(["docker", "info"], capture_output=True).returncode == 0 if shutil.which("docker") else False
+cells = {"limits": lambda c: c["rps"] > 0 and c["warm"]["rps"] > 0 and c["mem_bytes"] > 0,
+         "matrix": lambda c: c["warm"]["rps"] > 0 and c["boot_ms"] > 0 and c["failed"] == 0}
+for s, ok in cells.items():
+    section = report.split("### %s\n" % s, 1)[1].split("\n### ", 1)[0] if "### %s\n" % s in report else ""
+    if not section:
+        problems.append("%s: no table in report.md" % s)
+    for n in r["targets"]:
+        v = sc.get(s, {}).get(n)
+        if not isinstance(v, dict) or not v:
+            problems.append("%s/%s: nothing recorded" % (s, n))
+        elif "error" in v:
+            if (n == "preon" and docker) or ("**%s: " % n) not in section:
+                problems.append("%s/%s: failed: %r" % (s, n, v["error"]))
+        elif not all(c.get("result") == "ok" and ok(c) for c in v.values()):
+            problems.append("%s/%s: implausible cells %r" % (s, n, v))
 rounds = r["params"].get("p_rounds", 1)
 for s in ("000", "001"):  # every figure of these from p_rounds rounds, each round kept, and the report says so
     for n in r["targets"]:
