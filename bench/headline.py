@@ -24,6 +24,7 @@ import sys
 
 from measure import REPO, Spread, md_table, refdata, throughput_report
 from measure.rounds import spread
+from scenarios import published_docker
 from measure.throughput_report import TESTS, Table
 
 BLOCK = re.compile(r"(<!-- headline:(\w+) (\S+)(?: ([^\n>]*?))? -->\n)(.*?)(<!-- /headline -->)", re.S)
@@ -84,9 +85,48 @@ def _ramp004_row(folder, names, refs, nat):
                 _pub(refs, "004", "memory", nat, table="chapter 6", f="{:g}"))])
 
 
-def render_published(results, refs, ramp004=None):
-    """The published suite's summary; with `ramp004` (a folder), post 004's row comes from that open-workload run
-    instead of the suite's closed ramp."""
+def overlay(results, folders):
+    """`results` with the scenarios of other recorded runs laid over it (a target NAME-image counts as NAME: an
+    image run of the same stack), and the folder of a ramp004 run among them, or None."""
+    sc, ramp004 = dict(results["scenarios"]), None
+    for folder in (folders or "").split():
+        with open(os.path.join(REPO, folder, "results.json")) as f:
+            other = json.load(f)
+        if "ramp004" in other["scenarios"]:
+            ramp004 = folder
+            continue
+        for s, runs in other["scenarios"].items():
+            sc[s] = {(n[:-len("-image")] if n.endswith("-image") else n): v for n, v in runs.items()}
+    return dict(results, scenarios=sc), ramp004
+
+
+def smallest_serving(runs, n):
+    """Post 001's Docker table: the smallest -m (MiB) under which target n served /hello, and its warm req/s."""
+    cells = []
+    for label, c in (runs.get(n) or {}).items():
+        if isinstance(c, dict) and c.get("result") == "ok" and c.get("rps"):
+            mib = int(label.split("memory ", 1)[1].split(" ", 1)[0])
+            cells.append((mib, (c.get("warm") or c)["rps"]))
+    if not cells:
+        return "none of 8…256 MiB"
+    mib, rps = min(cells)
+    return "%d MiB; %s" % (mib, "{:,.0f}".format(rps))
+
+
+def matrix_cell(runs, n, label):
+    c = (runs.get(n) or {}).get(label)
+    if not isinstance(c, dict):
+        return "-"
+    if c.get("result") != "ok":
+        return c["result"] + (" under ab" if c.get("warm") else " at start")
+    return "%s; %.1f MiB" % ("{:,.0f}".format(c["warm"]["rps"]), c["load_mem_bytes"] / 1048576.0)
+
+
+def render_published(results, refs, more=None):
+    """The published suite's summary; `more`: folders of other recorded runs whose scenarios replace the suite's
+    (e.g. 000 and 001 in rounds, limits and matrix on the images), and a ramp004 run's, whose open workload gives
+    post 004's row instead of the suite's closed ramp."""
+    results, ramp004 = overlay(results, more)
     names, sc = results["targets"], results["scenarios"]
 
     def each(fn):
@@ -134,6 +174,22 @@ def render_published(results, refs, ramp004=None):
             _pub(refs, "004", "response_time_p95", nat, table="chapter 6"),
             _pub(refs, "004", "memory", nat, table="chapter 6", f="{:g}"))],
     ]
+    if "limits" in sc:
+        ref = published_docker.load()["limits"]["rows"]
+        pub = {}
+        for mib in sorted(ref, key=int):
+            for svc, v in ref[mib].items():
+                if isinstance(v.get("rps"), (int, float)):
+                    pub.setdefault(svc, (int(mib), v["rps"]))
+        rows.insert(len(rows) - 1, ["001, Docker (1 CPU): smallest -m of 8…256 MiB that serves /hello; warm req/s there"]
+                    + each(lambda n: smallest_serving(sc["limits"], n)) + [
+                        "; ".join("%s %d MiB (%s)" % (svc, mib, "{:,.0f}".format(rps)) for svc, (mib, rps) in pub.items())])
+    if "matrix" in sc:
+        label = "memory 100 MiB, cpus 0.5"
+        rows.insert(len(rows) - 1, ["002, a 100 MB / 0.5 CPU container: ab -n 10000 -c 100 on the DB path, warm req/s; "
+                                    "RAM under load"] + each(lambda n: matrix_cell(sc["matrix"], n, label)) + [
+                        "Quarkus JVM: boot {boot_s} s, RAM under load (MB) {load_mb}, {failed} failed".format(
+                            **published_docker.load()["matrix"]["rows"]["100MB/0.5 CPU"]["quarkus-jvm"])])
     if "003" in sc:
         rows.insert(len(rows) - 1, ["003: exec → first 200 on the DB path, ms / a repeat request, ms"] + each(
             lambda n: "%s / %.1f" % ("{:,.0f}".format(sc["003"][n]["first_db_ms"]), sc["003"][n]["repeat_db_ms"])) + [

@@ -48,5 +48,32 @@ class HeadlineTest(unittest.TestCase):
             os.unlink(f.name)
 
 
+class OverlayTest(unittest.TestCase):
+    """One headline table from several recorded runs: a later run's scenarios replace the suite's (an image run's
+    NAME-image counting as NAME), and the Docker rows read the smallest container that served."""
+
+    def test_docker_rows(self):
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        import headline  # noqa: E402
+        runs = {"preon": {"memory 8 MiB, cpus 1": {"result": "ok", "rps": 9.0, "warm": {"rps": 10.0}},
+                          "memory 16 MiB, cpus 1": {"result": "ok", "rps": 1.0, "warm": {"rps": 2.0}}},
+                "go": {"memory 8 MiB, cpus 1": {"result": "OOM-killed"},
+                       "memory 16 MiB, cpus 1": {"result": "ok", "rps": 5.0, "warm": {"rps": 6.0}}},
+                "jvm": {"memory 8 MiB, cpus 1": {"result": "OOM-killed"}}}
+        self.assertEqual(headline.smallest_serving(runs, "preon"), "8 MiB; 10")
+        self.assertEqual(headline.smallest_serving(runs, "go"), "16 MiB; 6")
+        self.assertEqual(headline.smallest_serving(runs, "jvm"), "none of 8…256 MiB")
+        m = {"a": {"x": {"result": "OOM-killed", "warm": {"rps": 0}}}, "b": {"x": {"result": "OOM-killed"}},
+             "c": {"x": {"result": "ok", "warm": {"rps": 1234.0}, "load_mem_bytes": 3 * 1048576}}}
+        self.assertEqual([headline.matrix_cell(m, n, "x") for n in "abc"],
+                         ["OOM-killed under ab", "OOM-killed at start", "1,234; 3.0 MiB"])
+        with tempfile.TemporaryDirectory(dir=REPO) as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                f.write('{"scenarios": {"limits": {"preon-image": {"k": 1}}}}')
+            out, ramp = headline.overlay({"targets": ["preon"], "scenarios": {"000": {"preon": {}}}},
+                                         os.path.relpath(d, REPO))
+            self.assertEqual((out["scenarios"]["limits"], "000" in out["scenarios"], ramp), ({"preon": {"k": 1}}, True, None))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
