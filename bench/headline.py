@@ -191,8 +191,11 @@ def render_published(results, refs, more=None):
                         "Quarkus JVM: boot {boot_s} s, RAM under load (MB) {load_mb}, {failed} failed".format(
                             **published_docker.load()["matrix"]["rows"]["100MB/0.5 CPU"]["quarkus-jvm"])])
     if "003" in sc:
-        rows.insert(len(rows) - 1, ["003: exec → first 200 on the DB path, ms / a repeat request, ms"] + each(
-            lambda n: "%s / %.1f" % ("{:,.0f}".format(sc["003"][n]["first_db_ms"]), sc["003"][n]["repeat_db_ms"])) + [
+        image = any("image_bytes" in (v or {}) for v in sc["003"].values())  # a run of the targets' images
+        rows.insert(len(rows) - 1, [("003: docker run → first 200 on the DB path, ms / a repeat request, ms / image, MB"
+                                     if image else "003: exec → first 200 on the DB path, ms / a repeat request, ms")]
+                    + each(lambda n: "%s / %.1f" % ("{:,.0f}".format(sc["003"][n]["first_db_ms"]), sc["003"][n]["repeat_db_ms"])
+                           + (" / %.1f" % (sc["003"][n]["image_bytes"] / 1e6) if image else "")) + [
             "Quarkus JVM pod start %s–%s s, first request %s s; native < %s s, %s ms" % (
                 _pub(refs, "003", "pod_startup_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM", f="{:g}"),
                 refdata.find(refs, "003", "pod_startup_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM")[-1]["value"],

@@ -262,6 +262,8 @@ def render(results, s, refs=None):
                 ("repeat request on the DB path (ms)", [_get(sc, s, n, "repeat_db_ms") for n in names], "%.2f", True,
                  [V(refs, "003", "second_request_time", x, condition=cond) for x in pub]),
                 ("repeat request on /hello (ms)", [_get(sc, s, n, "repeat_hello_ms") for n in names], "%.2f", True,
+                 ["-", "-"]),
+                ("image (MB)", [(_get(sc, s, n, "image_bytes") or 0) / 1e6 or None for n in names], "%.1f", True,
                  ["-", "-"])]
         _table(out, "003: start → first request → repeat request", names, pub, rows,
                "Post 003's scenario, median of %s fresh starts: the process's exec (or docker run) until the first 200 "
@@ -523,8 +525,11 @@ def s_003(runner, i):
                 raise RuntimeError("repeat requests answered %s (DB path) and %s (/hello)" % (status_db, status_hello))
             rows.append((hello_s, db_s, repeat_hello, repeat_db))
         med = [statistics.median(r[k] for r in rows) * 1000 for k in range(4)]
-        return {"starts": n, "first_hello_ms": med[0], "first_db_ms": med[1], "repeat_hello_ms": med[2],
-                "repeat_db_ms": med[3], "first_db_max_ms": max(r[1] for r in rows) * 1000}
+        out = {"starts": n, "first_hello_ms": med[0], "first_db_ms": med[1], "repeat_hello_ms": med[2],
+               "repeat_db_ms": med[3], "first_db_max_ms": max(r[1] for r in rows) * 1000}
+        if hasattr(t, "image_bytes"):  # an image target: what a pod pulls before it starts
+            out["image_bytes"] = t.image_bytes()
+        return out
     runner.each("003", i, run, 10 * n, start=False)
 
 
