@@ -59,7 +59,9 @@ for s, ok in cells.items():
         elif "error" in v:
             if (n == "preon" and docker) or ("**%s: " % n) not in section:
                 problems.append("%s/%s: failed: %r" % (s, n, v["error"]))
-        elif not all(c.get("result") == "ok" and ok(c) for c in v.values()):
+        elif not all(c.get("result") and (c["result"] != "ok" or ok(c)) for c in v.values()) or (
+                n == "preon" and not all(c["result"] == "ok" for c in v.values())):
+            # a JVM may be OOM-killed under the quick caps (16 and 64 MiB); preon serves under every one
             problems.append("%s/%s: implausible cells %r" % (s, n, v))
 rounds = r["params"].get("p_rounds", 1)
 for s in ("000", "001"):  # every figure of these from p_rounds rounds, each round kept, and the report says so
