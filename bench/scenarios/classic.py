@@ -286,7 +286,7 @@ def under_each_cap(runner, name, i, fn, row_s):
         if getattr(runner, "images", False) and not isinstance(t, ImageTarget):
             t = runner.image_target(t.spec, images.ensure(t.spec, build=not runner.args.quick))
         return {limit_label(row): under_limits(t, row, fn) for row in caps(runner, name)}
-    runner.each(name, i, run, len(caps(runner, name)) * row_s)
+    runner.each(name, i, run, len(caps(runner, name)) * row_s, start=False)  # run() starts its limited copy
 
 
 @scenario("limits", render_limits, suite=("classic", "published"))
