@@ -24,6 +24,7 @@ typedef struct {
     preon_db_query_t q; /* first: the db callbacks get &slot->q */
     preon_dbreq_t *owner;
     size_t index;
+    int done;      /* its callback has run */
     char *params;  /* the parameters' text when it does not fit in `text` (one malloc); else NULL */
     char text[24]; /* short parameters (ids, numbers: /queries=500 needs no malloc for them) */
 } slot_t;
@@ -41,11 +42,23 @@ struct st_preon_dbreq_t {
     slot_t slots[];
 };
 
+/* The request no longer needs the queries that have not been sent (answered already, or the client is gone): they
+ * are taken back, so that the database never works for an answer already given. Those already sent run to their end
+ * (libpq 15 cannot cancel one without blocking); their results are dropped. */
+static void cancel_unsent(preon_dbreq_t *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!r->slots[i].done)
+            (void)preon_db_cancel(&r->slots[i].q); /* PREON_EBUSY: sent, its callback comes with the answer */
+}
+
 static void on_guard_dispose(void *_guard)
 {
     guard_t *g = _guard;
-    if (g->r != NULL)
+    if (g->r != NULL) {
         g->r->req = NULL;
+        cancel_unsent(g->r);
+    }
 }
 
 preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, const preon_dbreq_ops_t *ops)
@@ -101,6 +114,7 @@ void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, 
         total += strlen(params[k]) + 1;
     s->owner = r;
     s->index = i;
+    s->done = 0;
     s->q.stmt = stmt;
     s->q.flags = flags;
     s->q.nparams = nparams;
@@ -156,8 +170,14 @@ static void on_result(preon_db_query_t *q, const preon_db_result_t *res)
 {
     slot_t *s = (slot_t *)q;
     preon_dbreq_t *r = s->owner;
+    s->done = 1;
     if (r->req != NULL && r->fail_status == 0)
         r->ops->on_result(r, s->index, res);
+    else if ((q->flags & PREON_DB_WRITE) && r->fail_status == 503) {
+        /* Another part of the request was refused as not sent, but this write committed: no "nothing happened". */
+        r->fail_status = 502;
+        snprintf(r->fail_message, sizeof(r->fail_message), "part of the request failed after a write had committed");
+    }
     PREON_ASSERT(r->pending > 0);
     if (--r->pending == 0)
         complete(r);
@@ -167,7 +187,8 @@ static void on_error(preon_db_query_t *q, int err, const char *detail)
 {
     slot_t *s = (slot_t *)q;
     preon_dbreq_t *r = s->owner;
-    if (r->fail_status == 0) {
+    s->done = 1;
+    if (r->fail_status == 0 && err != PREON_ECANCELED) {
         /* A database error says what the database said (its primary message: no SQL text, no stack). */
         char msg[256];
         if ((err == PREON_EDB || err == PREON_ECONFLICT || err == PREON_ERETRY) && detail != NULL)
@@ -175,6 +196,7 @@ static void on_error(preon_db_query_t *q, int err, const char *detail)
         else
             snprintf(msg, sizeof(msg), "%s", preon_strerror(err));
         preon_dbreq_fail(r, preon_err_http_status(err), msg);
+        cancel_unsent(r); /* the answer is decided: the rest of its work is not needed */
     }
     PREON_ASSERT(r->pending > 0);
     if (--r->pending == 0)
@@ -191,6 +213,7 @@ static void on_deadline(h2o_timeout_entry_t *entry)
     r->guard->r = NULL;
     r->req = NULL;
     preon_reply_error(req, 504, "request timed out waiting for the database");
+    cancel_unsent(r);
 }
 
 /* A request that only reads goes to database.read_url's pool when there is one; anything that writes, to the primary. */

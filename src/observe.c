@@ -185,7 +185,6 @@ static void put_http(preon_sink_t *s, const preon_snapshot_t *snap)
 
 static void put_db(preon_sink_t *s, const preon_snapshot_t *snap)
 {
-    const preon_db_stats_t *sum = &snap->db;
     put(s, "# HELP preon_db_queries_total Queries answered, by statement and outcome.\n"
            "# TYPE preon_db_queries_total counter\n");
     for (size_t i = 0; i < snap->nstatements; i++)
@@ -200,24 +199,33 @@ static void put_db(preon_sink_t *s, const preon_snapshot_t *snap)
         snprintf(labels, sizeof(labels), "statement=\"%s\"", snap->statements[i].name);
         put_hist(s, "preon_db_query_duration_seconds", labels, &snap->query_durations[i]);
     }
-    put(s,
-        "# HELP preon_db_queue_depth Queries accepted and not yet answered.\n# TYPE preon_db_queue_depth gauge\n"
-        "preon_db_queue_depth %zu\n",
-        sum->queued);
-    put(s,
-        "# HELP preon_db_connections Database connections by state.\n# TYPE preon_db_connections gauge\n"
-        "preon_db_connections{state=\"ready\"} %u\npreon_db_connections{state=\"connecting\"} %u\n"
-        "preon_db_connections{state=\"down\"} %u\n",
-        sum->ready, sum->connecting, sum->total - sum->ready - sum->connecting);
-    put(s,
-        "# HELP preon_db_reconnects_total Connections established again after a loss.\n"
-        "# TYPE preon_db_reconnects_total counter\npreon_db_reconnects_total %llu\n",
-        (unsigned long long)sum->reconnects);
-    put(s,
-        "# HELP preon_db_rejected_total Requests answered 503 before reaching the database, by reason.\n"
-        "# TYPE preon_db_rejected_total counter\npreon_db_rejected_total{reason=\"queue_full\"} %llu\n"
-        "preon_db_rejected_total{reason=\"queue_wait\"} %llu\npreon_db_rejected_total{reason=\"no_connection\"} %llu\n",
-        (unsigned long long)sum->rejected_full, (unsigned long long)sum->rejected_slow, (unsigned long long)sum->rejected_down);
+    const preon_db_stats_t *pools[] = {&snap->db, &snap->db_read};
+    const char *names[] = {"primary", "read"};
+    size_t npools = snap->has_read_pool ? 2 : 1;
+    put(s, "# HELP preon_db_queue_depth Queries accepted and not yet answered, by pool (database.url: primary, "
+           "database.read_url: read).\n# TYPE preon_db_queue_depth gauge\n");
+    for (size_t i = 0; i < npools; i++)
+        put(s, "preon_db_queue_depth{pool=\"%s\"} %zu\n", names[i], pools[i]->queued);
+    put(s, "# HELP preon_db_connections Database connections by pool and state.\n# TYPE preon_db_connections gauge\n");
+    for (size_t i = 0; i < npools; i++)
+        put(s,
+            "preon_db_connections{pool=\"%s\",state=\"ready\"} %u\npreon_db_connections{pool=\"%s\",state=\"connecting\"} %u\n"
+            "preon_db_connections{pool=\"%s\",state=\"down\"} %u\n",
+            names[i], pools[i]->ready, names[i], pools[i]->connecting, names[i],
+            pools[i]->total - pools[i]->ready - pools[i]->connecting);
+    put(s, "# HELP preon_db_reconnects_total Connections established again after a loss, by pool.\n"
+           "# TYPE preon_db_reconnects_total counter\n");
+    for (size_t i = 0; i < npools; i++)
+        put(s, "preon_db_reconnects_total{pool=\"%s\"} %llu\n", names[i], (unsigned long long)pools[i]->reconnects);
+    put(s, "# HELP preon_db_rejected_total Requests answered 503 before reaching the database, by pool and reason.\n"
+           "# TYPE preon_db_rejected_total counter\n");
+    for (size_t i = 0; i < npools; i++)
+        put(s,
+            "preon_db_rejected_total{pool=\"%s\",reason=\"queue_full\"} %llu\n"
+            "preon_db_rejected_total{pool=\"%s\",reason=\"queue_wait\"} %llu\n"
+            "preon_db_rejected_total{pool=\"%s\",reason=\"no_connection\"} %llu\n",
+            names[i], (unsigned long long)pools[i]->rejected_full, names[i], (unsigned long long)pools[i]->rejected_slow, names[i],
+            (unsigned long long)pools[i]->rejected_down);
 }
 
 static void put_process(preon_sink_t *s)

@@ -56,6 +56,17 @@ static unsigned own_route(const preon_config_t *cfg, h2o_iovec_t path)
     return PREON_ROUTE__EXTRA;
 }
 
+/* Adds one pool's counters into `sum`; returns its ready connections. */
+static unsigned add_pool(preon_db_stats_t *sum, const preon_db_counters_t *c)
+{
+    preon_db_stats_t st;
+    preon_db_counters_read(c, &st);
+    sum->queued += st.queued, sum->ready += st.ready, sum->connecting += st.connecting, sum->total += st.total;
+    sum->reconnects += st.reconnects, sum->rejected_full += st.rejected_full, sum->rejected_down += st.rejected_down;
+    sum->rejected_slow += st.rejected_slow;
+    return st.ready;
+}
+
 /* A copy, in the request's pool, of every thread's counters summed: what the health and metrics answers read. It reads
  * only the server's own blocks (HTTP counters, each pool's counters), which live until every thread has joined, with
  * relaxed atomic loads: never another thread's pool, which its thread frees when it ends. */
@@ -68,16 +79,13 @@ static preon_snapshot_t *take_snapshot(h2o_req_t *req)
     s->statements = service->statements;
     s->nthreads = nthreads;
     s->draining = __atomic_load_n(&draining, __ATOMIC_RELAXED);
+    s->has_read_pool = s->cfg->database.read_url[0] != '\0';
     for (unsigned t = 0; t < nthreads; t++) {
-        preon_db_stats_t st;
         preon_snapshot_add_http(s, &threads[t].http);
         preon_db_counters_collect(&threads[t].db_counters, s->queries, s->query_durations);
-        preon_db_counters_read(&threads[t].db_counters, &st);
         preon_db_counters_collect(&threads[t].db_read_counters, s->queries, s->query_durations);
-        s->db.queued += st.queued, s->db.ready += st.ready, s->db.connecting += st.connecting, s->db.total += st.total;
-        s->db.reconnects += st.reconnects, s->db.rejected_full += st.rejected_full, s->db.rejected_down += st.rejected_down;
-        s->db.rejected_slow += st.rejected_slow;
-        s->threads_without_db += st.ready == 0;
+        s->threads_without_db += add_pool(&s->db, &threads[t].db_counters) == 0;
+        (void)add_pool(&s->db_read, &threads[t].db_read_counters);
     }
     return s;
 }

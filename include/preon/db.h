@@ -60,8 +60,10 @@ struct st_preon_db_query_t {
     /* owned by the db layer while the query is queued */
     preon_db_query_t *_next;
     uint64_t _queued_ns;
-    void *_res; /* its result, held until the Sync is answered */
+    void *_res;  /* its result, held until the Sync is answered */
+    void *_conn; /* the connection it is queued on */
     unsigned char _resent;
+    unsigned char _state; /* where it is: not queued, unsent, canceled, taken out, sent (src/db/internal.h) */
 };
 
 /** Counters of one pool, as preon_db_counters_read gives them, for metrics and readiness. */
@@ -150,12 +152,21 @@ void preon_db_pool_destroy(preon_db_pool_t *pool);
  * preon_sync_mode_t) says: PREON_SYNC_QUERY a Sync after each query,
  * PREON_SYNC_REQUEST one after the last, PREON_SYNC_BATCH the reads behind a Sync shared with other requests'
  * reads. All or nothing: returns 0, after which exactly one callback of each query will run later; or, with no
- * callback ever called, PREON_ENOTCONN (no connection is ready), PREON_EOVERLOADED (the oldest query of the least
- * loaded connection has waited longer than database.max_queue_wait_ms), PREON_EQUEUEFULL (database.max_queued would be
+ * callback ever called, PREON_ENOTCONN (no connection is ready), PREON_EOVERLOADED (its queries would wait longer than
+ * database.max_queue_wait_ms: the work queued ahead of them on the least loaded connection at that connection's recent
+ * service time per query, or the age of its oldest query), PREON_EQUEUEFULL (database.max_queued would be
  * exceeded on this thread), PREON_ESHUTDOWN (the pool is closed) or PREON_EINVAL (bad statement or parameter
  * count). Sets PREON_DB_MORE, PREON_DB_SHARED and PREON_DB_OWN_SYNC itself.
  */
 int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n, int sync);
+
+/**
+ * Takes back a query whose request no longer needs it (answered already: a timeout, a sibling query's failure, the
+ * client gone). If it has not been handed to the database, it never will be: returns 0, and its on_error runs with
+ * PREON_ECANCELED at the end of this loop pass (every accepted query still gets exactly one callback). If it was sent,
+ * returns PREON_EBUSY and its callback comes when the database answers. Owner thread.
+ */
+int preon_db_cancel(preon_db_query_t *q);
 
 /** Rows in a result. */
 int preon_db_result_rows(const preon_db_result_t *res);

@@ -19,6 +19,8 @@
     XX(CONFLICT, "conflicts with a database constraint", 409)                                                                      \
     XX(RETRY, "transaction could not be completed; retry", 503)                                                                    \
     XX(TIMEDOUT, "database did not answer in time", 504)                                                                           \
+    XX(CANCELED, "not sent: its request no longer needs it", 503)                                                                  \
+    XX(BUSY, "already sent to the database", 500)                                                                                  \
     XX(IO, "input/output error", 500)
 
 typedef enum {

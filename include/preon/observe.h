@@ -46,7 +46,9 @@ typedef struct st_preon_snapshot_t {
     size_t nstatements;
     uint64_t (*queries)[PREON_DB_OUTCOMES]; /* [statement][outcome] */
     preon_hist_t *query_durations;          /* [statement] */
-    preon_db_stats_t db;                    /* summed over threads */
+    preon_db_stats_t db;                    /* database.url's pools, summed over threads */
+    preon_db_stats_t db_read;               /* database.read_url's pools, summed over threads */
+    int has_read_pool;                      /* database.read_url is set */
     unsigned nthreads;
     unsigned threads_without_db; /* threads with no connection ready */
     int draining;

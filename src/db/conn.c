@@ -143,13 +143,37 @@ static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_
         c->ring_head = 0;
         c->ring_cap *= 2;
     }
-    if (c->ring_count == 0)
+    if (c->ring_count == 0) {
         c->head_since = now_ms(c);
+        c->svc_mark = c->head_since; /* busy from now: a new service-time window */
+        c->svc_k = 0;
+    }
     entry_t *e = &c->ring[(c->ring_head + c->ring_count++) % c->ring_cap];
     e->kind = kind;
     e->ends_send = 0;
     e->stmt = stmt;
     e->q = q;
+}
+
+/*
+ * Closes the service-time window once it spans 10 ms of loop time or more, or when the connection goes idle: the time
+ * per query answered in it, averaged over windows. Only busy time counts (the window opens when something is sent to
+ * an idle connection), so this is what one more query in the queue costs the requests behind it.
+ */
+static void observe_service(preon_db_conn_t *c, int idle)
+{
+    uint64_t now = now_ms(c), dt = now - c->svc_mark;
+    if (c->svc_k != 0 && (dt >= 10 || idle)) {
+        /* A window of many queries moves the average more than one of a few (one query held by a lock is not the
+         * service time); the estimate is used only once it rests on PREON_DB_SVC_TRUSTED queries. */
+        double s = (double)dt / c->svc_k, w = c->svc_k >= 32 ? 0.5 : c->svc_k / 64.0;
+        c->svc_ms = c->svc_n == 0 ? s : c->svc_ms + (s - c->svc_ms) * w;
+        c->svc_n = c->svc_n + c->svc_k < c->svc_n ? c->svc_n : c->svc_n + c->svc_k;
+    } else if (!idle) {
+        return;
+    }
+    c->svc_mark = now;
+    c->svc_k = 0;
 }
 
 static entry_t pop(preon_db_conn_t *c)
@@ -159,6 +183,8 @@ static entry_t pop(preon_db_conn_t *c)
     c->ring_head = (c->ring_head + 1) % c->ring_cap;
     c->ring_count--;
     c->head_since = now_ms(c);
+    if (c->ring_count == 0)
+        observe_service(c, 1);
     return e;
 }
 
@@ -232,7 +258,7 @@ static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, in
             PQclear(q->_res);
             q->_res = NULL;
         }
-        preon_db_pool_fail_query(pool, q, sent ? sent_error(err, q) : err, why);
+        preon_db_pool_fail_query(pool, q, sent ? sent_error(err, q) : q->_state == QUERY_CANCELED ? PREON_ECANCELED : err, why);
     }
 }
 
@@ -281,7 +307,10 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     c->unsent_head = c->done_head = NULL;
     c->unsent_tail = &c->unsent_head;
     c->done_tail = &c->done_head;
-    c->nqueries = 0;
+    c->nqueries = c->nunsent = c->ncanceled = 0;
+    for (preon_db_query_t *q = unsent; q != NULL; q = q->_next)
+        if (q->_state == QUERY_UNSENT) /* a canceled one stays so: it ends PREON_ECANCELED */
+            q->_state = QUERY_DETACHED;
     memset(c->prepared, 0, c->pool->nstmts ? c->pool->nstmts : 1);
 
     /* Oldest first: those answered but not yet committed, then those in flight, then those never sent. */
@@ -461,6 +490,8 @@ static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
     preon_db_query_t *q = e.q;
     PREON_ASSERT(e.kind == ENTRY_QUERY && q != NULL && c->nqueries > 0);
     c->nqueries--;
+    c->svc_k++;
+    observe_service(c, 0);
     int failed = st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED;
     if (failed && !c->seg.failed) {
         c->seg.failed = 1;
@@ -694,9 +725,7 @@ static int send_query(preon_db_conn_t *c, preon_db_query_t *q)
         push(c, ENTRY_PREPARE, q->stmt, NULL);
         c->prepared[q->stmt] = 1;
     }
-    if (!PQsendQueryPrepared(c->pg, st->name, q->nparams, q->params, NULL, NULL, 0))
-        return -1;
-    return 0;
+    return PQsendQueryPrepared(c->pg, st->name, q->nparams, q->params, NULL, NULL, 0) ? 0 : -1;
 }
 
 /*
@@ -716,16 +745,19 @@ static int cork(preon_db_conn_t *c, int on)
     return on;
 }
 
-void preon_db_conn_send(preon_db_conn_t *c)
+void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap)
 {
     PREON_ASSERT(c->state == CONN_READY && c->pg != NULL);
-    size_t before = c->ring_count;
+    size_t before = c->ring_count, sent = 0;
     int corked = cork(c, 1);
     /* A Sync is owed for the queries written since the last one (the open segment); `open_shared` says whether
-     * another request's shared read may still join it, `continues` whether the next query is the same request's. */
-    int sync_owed = 0, open_shared = 0, continues = 0;
+     * another request's shared read may still join it, `continues` whether the next query is the same request's
+     * transaction, `same_request` whether it is the same request's at all (a batch ends only between requests). */
+    int sync_owed = 0, open_shared = 0, continues = 0, same_request = 0;
     preon_db_query_t *q;
-    while ((q = c->unsent_head) != NULL) {
+    while ((q = c->unsent_head) != NULL && (cap == 0 || sent < cap || same_request)) {
+        /* on_flush takes canceled queries out before it sends, and nothing between can cancel one */
+        PREON_ASSERT(q->_state == QUERY_UNSENT);
         /* A write, a read of sync: request or query, or a read sent again after a neighbour failed it, never
          * shares a Sync with another request: close the open segment before it, so it fails only on its own merits. */
         int shared = (q->flags & PREON_DB_SHARED) && !q->_resent;
@@ -740,8 +772,12 @@ void preon_db_conn_send(preon_db_conn_t *c)
             goto Broken;
         if ((c->unsent_head = q->_next) == NULL)
             c->unsent_tail = &c->unsent_head;
+        q->_state = QUERY_SENT;
+        c->nunsent--;
+        sent++;
         push(c, ENTRY_QUERY, 0, q);
-        continues = (q->flags & PREON_DB_MORE) && !(q->flags & PREON_DB_OWN_SYNC);
+        same_request = (q->flags & PREON_DB_MORE) != 0;
+        continues = same_request && !(q->flags & PREON_DB_OWN_SYNC);
         if (continues || shared) {
             sync_owed = 1;
             open_shared = shared;

@@ -15,6 +15,18 @@ typedef enum {
 
 typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
 
+/* The service-time estimate is used once it rests on this many queries. */
+#define PREON_DB_SVC_TRUSTED 16
+
+/* preon_db_query_t._state: where a query is. Only an unsent query can be canceled or shed. */
+enum {
+    QUERY_IDLE = 0, /* not queued (never, or its callback has run) */
+    QUERY_UNSENT,   /* on its connection's unsent list */
+    QUERY_CANCELED, /* on the unsent list, canceled: taken out at the end of the pass, never sent */
+    QUERY_DETACHED, /* taken off every list, its callback about to run */
+    QUERY_SENT,     /* handed to libpq: it runs, and its callback comes with the answer */
+};
+
 /* One thing sent and not yet answered, in the order libpq will answer it (libpq does not say which). */
 typedef struct {
     entry_kind_t kind;
@@ -56,8 +68,16 @@ typedef struct st_preon_db_conn_t {
     /* a ring of what libpq has been given, oldest first */
     entry_t *ring;
     size_t ring_cap, ring_head, ring_count;
-    uint64_t head_since;      /* see preon_db_conn_head_since */
-    size_t nqueries;          /* unsent + in-flight queries, to pick the least loaded connection */
+    uint64_t head_since; /* see preon_db_conn_head_since */
+    size_t nqueries;     /* unsent + in-flight queries, to pick the least loaded connection */
+    size_t nunsent;      /* of which unsent (canceled ones included until taken out) */
+    size_t ncanceled;    /* unsent queries canceled, to be taken out at the end of the pass */
+    /* The service time per query while the connection is busy (ms, moving average; 0 until measured), from windows
+     * of at least 10 ms of continuous work: what the queue ahead of a new request will cost it (Little's law). */
+    double svc_ms;
+    unsigned svc_n;           /* queries the average rests on (saturating) */
+    uint64_t svc_mark;        /* start of the current window (loop time, ms) */
+    unsigned svc_k;           /* queries answered in it */
     unsigned sends_in_flight; /* batches written and not yet answered to their last Sync (database.pipeline_depth) */
     PGresult *cur;            /* the head entry's first result, kept until libpq's terminating NULL */
     /* Queries whose results are in, waiting for their Sync's answer (the implicit COMMIT), oldest first; each
@@ -96,8 +116,6 @@ void preon_db_conn_dispose(preon_db_conn_t *c);
 void preon_db_conn_connect(preon_db_conn_t *c);
 /** Fails everything the connection holds with `err` and schedules a reconnect. */
 void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why);
-/** Hands the unsent queries to libpq, with their Syncs, and flushes: one batch. */
-void preon_db_conn_send(preon_db_conn_t *c);
 /** Whether a batch may be written now: fewer than database.pipeline_depth are out (0: no bound). */
 int preon_db_conn_may_send(const preon_db_conn_t *c);
 /** The connect attempt took longer than database.connect_timeout_ms: fail it and move on to the next host. */
@@ -107,6 +125,8 @@ void preon_db_conn_connect_timed_out(preon_db_conn_t *c);
 uint64_t preon_db_conn_head_since(const preon_db_conn_t *c);
 /** When the oldest query the connection holds unanswered was submitted (preon_now_ns); 0 when it holds none. */
 uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c);
+/** Hands at most about `cap` unsent queries (whole requests; 0: all) to libpq, with their Syncs, and flushes. */
+void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap);
 
 /* target.c */
 const char *const *preon_db_target_keywords(const preon_db_target_t *t);
@@ -127,5 +147,17 @@ void preon_db_pool_finish_query(preon_db_pool_t *pool, preon_db_query_t *q, cons
 void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q);
 /** Makes sure the end-of-pass flush will run. */
 void preon_db_pool_arm_flush(preon_db_pool_t *pool);
+
+/* shed.c */
+/**
+ * Takes out of `c`'s unsent list what must not be sent: canceled queries, and whole requests that can no longer be
+ * answered within database.max_queue_wait_ms (their wait so far plus the work ahead of them at the connection's
+ * service time). Their callbacks run after all are out: PREON_ECANCELED, or PREON_EOVERLOADED (503: nothing was sent).
+ */
+void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns);
+/** How many queries one batch may carry so that what is in flight can be answered within the bound (0: no cap). */
+size_t preon_db_batch_cap(const preon_db_conn_t *c);
+/** Whether a request of `n` queries queued on `c` now would wait longer than the bound. */
+int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, uint64_t now_ns);
 
 #endif

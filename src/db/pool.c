@@ -113,20 +113,19 @@ void preon_db_pool_arm_flush(preon_db_pool_t *pool)
         h2o_timeout_link(pool->loop, &pool->zero_timeout, &pool->flush_entry);
 }
 
-/*
- * database.max_queue_wait_ms: a query submitted now would wait behind the ones already there at least as long as the
- * oldest of them has waited so far (CoDel's measure: the time queued, not the length of the queue). When even the
- * least loaded connection's oldest query has waited longer than the bound, the request is refused before anything is
- * sent, so its 503 promises that nothing happened; the queue drains and the bound lets requests in again by itself.
- */
-static int overloaded(const preon_db_pool_t *pool, const preon_db_conn_t *c, uint64_t now)
+static unsigned ready_count(const preon_db_pool_t *pool)
 {
-    uint64_t bound_ms = (uint64_t)pool->cfg->database.max_queue_wait_ms, oldest;
-    return bound_ms != 0 && (oldest = preon_db_conn_oldest_queued_ns(c)) != 0 && now - oldest > bound_ms * 1000000;
+    unsigned n = 0;
+    for (unsigned i = 0; i < pool->nconns; i++)
+        n += pool->conns[i].state == CONN_READY;
+    return n;
 }
 
 static void enqueue(preon_db_conn_t *c, preon_db_query_t *q)
 {
+    q->_state = QUERY_UNSENT;
+    q->_conn = c;
+    c->nunsent++;
     q->_next = NULL;
     *c->unsent_tail = q;
     c->unsent_tail = &q->_next;
@@ -154,8 +153,11 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
         preon_counter_add(&pool->counters->rejected_down, 1);
         return PREON_ENOTCONN;
     }
+    /* database.max_queue_wait_ms (shed.c): refused before anything is sent, so that the 503 promises nothing happened.
+     * With a Sync per query the request's queries spread over the ready connections. */
     uint64_t now = preon_now_ns();
-    if (overloaded(pool, c, now)) {
+    unsigned nready = sync == PREON_SYNC_QUERY ? ready_count(pool) : 1;
+    if (preon_db_would_wait_too_long(c, (n + nready - 1) / nready, now)) {
         preon_counter_add(&pool->counters->rejected_slow, 1);
         return PREON_EOVERLOADED;
     }
@@ -197,9 +199,10 @@ const char *const preon_db_outcome_names[PREON_DB_OUTCOMES] = {"ok",      "error
                                                                "timeout", "connection_lost", "not_sent"};
 
 /* Counts a finished query: its outcome and its time from submit to answer. */
-static void account(preon_db_pool_t *pool, const preon_db_query_t *q, preon_db_outcome_t outcome)
+static void account(preon_db_pool_t *pool, preon_db_query_t *q, preon_db_outcome_t outcome)
 {
     PREON_ASSERT(pool->queued > 0 && q->stmt < pool->nstmts);
+    q->_state = QUERY_IDLE;
     pool->queued--;
     preon_counter_add(&pool->counters->queued, (uint64_t)-1);
     preon_counter_add(&pool->counters->outcomes[q->stmt][outcome], 1);
@@ -233,14 +236,26 @@ void preon_db_counters_collect(const preon_db_counters_t *c, uint64_t (*queries)
     }
 }
 
-/* End of the loop pass: everything submitted during it goes out, one write per connection (batch Syncs). */
+/* Takes out of `c`'s unsent list what must not go (shed.c), until no callback of those cancels more there. */
+static void shed_all(preon_db_conn_t *c, uint64_t now)
+{
+    do
+        preon_db_shed(c, now);
+    while (c->ncanceled != 0);
+}
+
+/* End of the loop pass: everything submitted during it goes out, one write per connection (batch Syncs), in batches
+ * no larger than the queue's time bound allows, as many as database.pipeline_depth lets out. */
 static void on_flush(h2o_timeout_entry_t *entry)
 {
     preon_db_pool_t *pool = H2O_STRUCT_FROM_MEMBER(preon_db_pool_t, flush_entry, entry);
+    uint64_t now = preon_now_ns();
     for (unsigned i = 0; i < pool->nconns; i++) {
         preon_db_conn_t *c = &pool->conns[i];
-        if (c->unsent_head != NULL && c->state == CONN_READY && preon_db_conn_may_send(c))
-            preon_db_conn_send(c);
+        if (c->unsent_head != NULL)
+            shed_all(c, now);
+        while (c->unsent_head != NULL && c->state == CONN_READY && preon_db_conn_may_send(c))
+            preon_db_conn_send_some(c, preon_db_batch_cap(c));
     }
 }
 
@@ -266,6 +281,8 @@ static void on_tick(h2o_timeout_entry_t *entry)
              * Waiting in the queue is bounded per request by server.request_timeout_ms instead. */
             if ((head = preon_db_conn_head_since(c)) != 0 && now - head >= (uint64_t)cfg->database.query_timeout_ms)
                 preon_db_conn_fail(c, PREON_ETIMEDOUT, "query at the head of the pipeline timed out; reconnecting");
+            else if (c->unsent_head != NULL)
+                shed_all(c, preon_now_ns()); /* held back behind batches in flight: still refused in time */
             break;
         }
     }

@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import shlex
 import signal
 import sys
@@ -234,6 +235,13 @@ class PreonTestCase(unittest.TestCase):
                 raise AssertionError("preon exited with %s after SIGTERM:\n%s" % (rc, cls.preon.output()))
         finally:
             cls.preon.cleanup()
+
+
+def raise_fd_limit(n):
+    """Lets this process (and the preon it starts, which inherits it) open `n` files each."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, max(n, hard)))
 
 
 def scaled(quick, long, wrapped):

@@ -89,7 +89,7 @@ class QueueBoundTest(PreonTestCase):
         self.assertIn(503, codes)
         self.assertIn(200, codes)
         # every 503 is counted as backpressure, and nothing else is
-        rejected = value(scrape(self.preon), "preon_db_rejected_total", reason="queue_full")
+        rejected = value(scrape(self.preon), "preon_db_rejected_total", reason="queue_full", pool="primary")
         self.assertEqual(rejected, sum(1 for s, _, _ in statuses if s == 503))
         for status, retry, data in statuses:
             if status == 503:
@@ -131,7 +131,7 @@ class QueueWaitTest(PreonTestCase):
                 self.assertEqual((status, retry), (503, "1"), body)
                 self.assertEqual(json.loads(body),
                                  {"error": "database is overloaded: queries wait too long", "status": 503})
-            self.assertEqual(value(scrape(self.preon), "preon_db_rejected_total", reason="queue_wait"), 3)
+            self.assertEqual(value(scrape(self.preon), "preon_db_rejected_total", reason="queue_wait", pool="primary"), 3)
         finally:
             psql("SELECT pg_cancel_backend(pid) FROM pg_locks WHERE relation = 'fruits'::regclass AND "
                  "mode = 'AccessExclusiveLock' AND granted")
@@ -139,7 +139,7 @@ class QueueWaitTest(PreonTestCase):
         t.join(60 * SLOW)
         self.assertEqual([s for s, _, _ in held], [200])
         self.assertEqual(self.get("/fruits")[0], 200)
-        self.assertEqual(value(scrape(self.preon), "preon_db_rejected_total", reason="queue_wait"), 3)
+        self.assertEqual(value(scrape(self.preon), "preon_db_rejected_total", reason="queue_wait", pool="primary"), 3)
 
 
 if __name__ == "__main__":

@@ -58,8 +58,8 @@ class HealthMetricsTest(PreonTestCase):
         self.assertEqual(count - value(before, "preon_http_request_duration_seconds_count", route="/hello"), 100)
         self.assertEqual(value(after, "preon_http_request_duration_seconds_bucket", route="/hello", le="+Inf"), count)
         self.assertGreaterEqual(value(after, "preon_db_query_duration_seconds_count", statement="fruits_page"), 7)
-        self.assertEqual(value(after, "preon_db_connections", state="ready"), 2)  # two threads, one connection each
-        self.assertEqual(value(after, "preon_db_queue_depth"), 0)
+        self.assertEqual(value(after, "preon_db_connections", state="ready", pool="primary"), 2)  # two threads, one connection each
+        self.assertEqual(value(after, "preon_db_queue_depth", pool="primary"), 0)
         self.assertGreater(value(after, "process_resident_memory_bytes"), 1 << 20)
         self.assertGreater(value(after, "process_cpu_seconds_total"), 0)
         self.assertAlmostEqual(value(after, "process_start_time_seconds"), time.time(), delta=600)
@@ -118,7 +118,7 @@ class PathsTest(PreonTestCase):
     def test_configured_paths(self):
         self.assertEqual(self.preon.request("GET", "/q/health/live")[0], 200)
         self.assertEqual(self.preon.request("GET", "/q/health/ready")[0], 200)
-        self.assertIn(("preon_db_reconnects_total", ()), scrape(self.preon, "/q/metrics"))
+        self.assertIn(("preon_db_reconnects_total", (("pool", "primary"),)), scrape(self.preon, "/q/metrics"))
         self.assertEqual(self.preon.request("GET", "/health/live")[0], 404)
         self.assertEqual(self.preon.request("GET", "/metrics")[0], 404)
 
@@ -139,7 +139,7 @@ class StatesTest(unittest.TestCase):
             self.assertEqual(db["status"], "DOWN")
             self.assertIn("no connected database connection", db["reason"])
             self.assertEqual(p.request("GET", "/health/live")[0], 200)
-            self.assertEqual(value(scrape(p), "preon_db_connections", state="ready"), 0)
+            self.assertEqual(value(scrape(p), "preon_db_connections", state="ready", pool="primary"), 0)
             self.assertEqual(p.stop(), 0)
 
     def test_draining_ready_503_then_exit_0(self):

@@ -3,22 +3,14 @@
 open files. Every request gets an answer (200, or 503 counted as backpressure), nothing crashes, memory stays
 flat. Quick form here; PREON_SCALE=long (bench/reliability.py) runs the long form."""
 import errno
-import resource
 import selectors
 import socket
 import threading
 import time
 import unittest
 
-from harness import (SANITIZED, SLOW, WRAPPER, Preon, main, measure, record, require_env, scaled, scrape, value,
-                     wrk_mix)
-
-
-def raise_fd_limit(n):
-    """Lets this process (and the preon it starts, which inherits it) open `n` files each."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < n:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (n, max(n, hard)))
+from harness import (SANITIZED, SLOW, WRAPPER, Preon, main, measure, raise_fd_limit, record, require_env, scaled,
+                     scrape, value, wrk_mix)
 
 
 class SoakTest(unittest.TestCase):
@@ -45,7 +37,7 @@ class SoakTest(unittest.TestCase):
                 stop.set()
                 sampler.join()
             elapsed = time.monotonic() - t0
-            rejected = value(scrape(p), "preon_db_rejected_total", reason="queue_full")
+            rejected = value(scrape(p), "preon_db_rejected_total", reason="queue_full", pool="primary")
             self.assertIsNone(p.proc.poll(), "preon died:\n" + p.output()[-3000:])
             half = samples[len(samples) // 2:] if samples else [(0, 0)]
             first = samples[:len(samples) // 2] or half

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+#include "preon/assert.h"
+#include "db/internal.h"
+#include "preon/errors.h"
+
+/*
+ * The queue's bound in time (database.max_queue_wait_ms, DESIGN rule 11). A request is judged by the work queued
+ * ahead of it: that many queries at the connection's recent service time per query (Little's law), so that a burst
+ * on an idle server is refused like a slow climb, at once and before anything is sent. What was let in and then
+ * cannot make it (the estimate was young, the database slowed down) is taken out again while it is still unsent,
+ * whole requests at a time: a 503 then still promises that nothing happened. Canceled queries (their request was
+ * answered: a timeout, a sibling's failure, the client gone) leave the same way, so that the database never works
+ * for an answer already given. Only what libpq has not been handed can be taken back; a batch is capped so that
+ * what is handed over can be answered within the bound.
+ */
+
+static uint64_t bound_ns(const preon_db_conn_t *c)
+{
+    return (uint64_t)c->pool->cfg->database.max_queue_wait_ms * 1000000;
+}
+
+/* Whether the connection's service time per query has been measured well enough to judge by. */
+static int measured(const preon_db_conn_t *c)
+{
+    return c->svc_n >= PREON_DB_SVC_TRUSTED && c->svc_ms > 0;
+}
+
+/* The expected wait, in ns, of a request of `n` queries with `ahead` queries before it. */
+static double expected_ns(const preon_db_conn_t *c, size_t ahead, size_t n)
+{
+    return (double)(ahead + n) * c->svc_ms * 1e6;
+}
+
+int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, uint64_t now_ns)
+{
+    uint64_t bound = bound_ns(c), oldest;
+    if (bound == 0)
+        return 0;
+    /* The age of the oldest query: a stuck head (a lock, a slow plan) shows here before any estimate can. */
+    if ((oldest = preon_db_conn_oldest_queued_ns(c)) != 0 && now_ns - oldest > bound)
+        return 1;
+    /* An idle connection takes any request: however large, refusing it there would refuse it for ever. */
+    size_t ahead = c->nqueries - c->ncanceled;
+    return ahead != 0 && measured(c) && expected_ns(c, ahead, n) > (double)bound;
+}
+
+size_t preon_db_batch_cap(const preon_db_conn_t *c)
+{
+    const preon_config_t *cfg = c->pool->cfg;
+    int depth = cfg->database.pipeline_depth;
+    if (cfg->database.max_queue_wait_ms == 0 || depth == 0)
+        return 0;
+    if (!measured(c))
+        return 256; /* not measured yet: a first batch small enough that the rest can still be refused */
+    double n = cfg->database.max_queue_wait_ms / (c->svc_ms * depth);
+    return n < 64 ? 64 : n > 1e6 ? 1000000 : (size_t)n;
+}
+
+int preon_db_cancel(preon_db_query_t *q)
+{
+    switch (q->_state) {
+    case QUERY_UNSENT: {
+        preon_db_conn_t *c = q->_conn;
+        q->_state = QUERY_CANCELED;
+        c->ncanceled++;
+        preon_db_pool_arm_flush(c->pool);
+        return 0;
+    }
+    case QUERY_CANCELED:
+    case QUERY_DETACHED:
+        return 0; /* its callback is coming */
+    case QUERY_SENT:
+        return PREON_EBUSY;
+    default:
+        return PREON_EINVAL;
+    }
+}
+
+/* Appends `q`, taken out, to `*tail`. */
+static void take_out(preon_db_conn_t *c, preon_db_query_t *q, preon_db_query_t ***tail)
+{
+    if (q->_state == QUERY_CANCELED)
+        c->ncanceled--;
+    q->_state = q->_state == QUERY_CANCELED ? QUERY_CANCELED : QUERY_DETACHED;
+    c->nqueries--;
+    c->nunsent--;
+    q->_next = NULL;
+    **tail = q;
+    *tail = &q->_next;
+}
+
+static void keep(preon_db_conn_t *c, preon_db_query_t *q)
+{
+    q->_next = NULL;
+    *c->unsent_tail = q;
+    c->unsent_tail = &q->_next;
+}
+
+void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns)
+{
+    uint64_t bound = bound_ns(c);
+    if (c->unsent_head == NULL || (bound == 0 && c->ncanceled == 0))
+        return;
+    preon_db_query_t *list = c->unsent_head, *out = NULL, **out_tail = &out;
+    c->unsent_head = NULL;
+    c->unsent_tail = &c->unsent_head;
+    size_t ahead = c->nqueries - c->nunsent, late_requests = 0; /* in flight: answered before any unsent query */
+    while (list != NULL) {
+        /* One request: its queries are queued together, each but the last marked PREON_DB_MORE. */
+        preon_db_query_t *first = list, *last = list;
+        size_t len = 1;
+        while ((last->flags & PREON_DB_MORE) && last->_next != NULL)
+            last = last->_next, len++;
+        list = last->_next;
+        last->_next = NULL;
+        uint64_t waited = now_ns > first->_queued_ns ? now_ns - first->_queued_ns : 0;
+        int late = bound != 0 &&
+                   (waited > bound || (ahead != 0 && measured(c) && (double)waited + expected_ns(c, ahead, len) > (double)bound));
+        late_requests += late;
+        preon_db_query_t *kept_last = NULL;
+        int dropped = 0;
+        for (preon_db_query_t *q = first, *next; q != NULL; q = next) {
+            next = q->_next;
+            if (late || q->_state == QUERY_CANCELED) {
+                take_out(c, q, &out_tail);
+                dropped = 1;
+            } else {
+                keep(c, q);
+                kept_last = q;
+                ahead++;
+            }
+        }
+        /* Part of a request canceled (a sibling elsewhere failed first): what stays ends its transaction itself. */
+        if (dropped && kept_last != NULL)
+            kept_last->flags &= ~PREON_DB_MORE;
+    }
+    PREON_ASSERT(c->ncanceled == 0);
+    if (late_requests != 0)
+        preon_counter_add(&c->pool->counters->rejected_slow, late_requests);
+    /* Only now, with the lists whole again: a callback may cancel or queue more (it lands on the lists, not here). */
+    while (out != NULL) {
+        preon_db_query_t *q = out;
+        out = q->_next;
+        preon_db_pool_fail_query(c->pool, q, q->_state == QUERY_CANCELED ? PREON_ECANCELED : PREON_EOVERLOADED, NULL);
+    }
+}
