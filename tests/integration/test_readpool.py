@@ -8,10 +8,11 @@ read pool; a POST that lands in public.fruits came through the primary pool; wit
 are answered from public.fruits. (deploy/stack/'s tests do the same against real Patroni standbys.)"""
 import json
 import subprocess
+import threading
 import time
 import unittest
 
-from harness import BIN, SLOW, Preon, free_port, main, pg_url, psql, require_env
+from harness import BIN, PG_SH, PGDIR, SLOW, Preon, end, free_port, main, pg_url, psql, require_env, scrape, value
 
 JSON = {"Content-Type": "application/json"}
 
@@ -52,6 +53,56 @@ class ReadPoolTest(unittest.TestCase):
             self.assertEqual(p.request("GET", "/fruits/%d" % fid)[0], 404)
             self.assertEqual(p.request("DELETE", "/fruits/%d" % fid)[0], 204)
             self.assertIn("db r0#0: connected", p.output())
+            self.assertEqual(p.stop(), 0)
+
+    def test_metrics_show_a_stuck_read_pool(self):
+        """Issue 30, part 3: with the read side stuck (its table locked: each read waits, as on a frozen standby),
+        the read pool's queue, its 503s and its connections are in /metrics under pool="read", and the primary's
+        under pool="primary" are untouched. Before, the scrape read only the primary pool's counters."""
+        bound = 300 * SLOW
+        settings = dict(database_read_url=self.read_url(), server_threads=1, database_max_queue_wait_ms=bound,
+                        server_request_timeout_ms=60000 * SLOW, database_query_timeout_ms=60000 * SLOW)
+        with Preon(**settings).start() as p:
+            deadline = time.monotonic() + 10 * SLOW
+            while p.output().count("connected (server") < 2:  # the read connection too, not only the primary's
+                self.assertLess(time.monotonic(), deadline, p.output())
+                time.sleep(0.02)
+            holder = subprocess.Popen([PG_SH, "psql", PGDIR, "-c", "BEGIN; LOCK TABLE readside.fruits IN ACCESS "
+                                       "EXCLUSIVE MODE; SELECT pg_sleep(60); COMMIT;"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                while psql("SELECT count(*) FROM pg_locks WHERE relation = 'readside.fruits'::regclass AND granted "
+                           "AND mode = 'AccessExclusiveLock'") != "1":
+                    self.assertLess(time.monotonic(), deadline, "the lock was never taken")
+                    time.sleep(0.02)
+                held = []
+                waiting = [threading.Thread(target=lambda: held.append(p.request("GET", "/fruits/1", timeout=120)))
+                           for _ in range(20)]
+                for t in waiting:
+                    t.start()
+                # What was sent waits on the lock; what was not is refused once it has waited out the bound
+                while value(scrape(p), "preon_db_queue_depth", pool="read") + len(held) < 20:
+                    self.assertLess(time.monotonic(), deadline + 10 * SLOW, scrape(p))
+                    time.sleep(0.02)
+                time.sleep(2 * bound / 1000.0)
+                refused = [p.request("GET", "/fruits/1")[0] for _ in range(5)]  # behind a head older than the bound
+                m = scrape(p)
+                stuck = value(m, "preon_db_queue_depth", pool="read")
+                self.assertEqual(refused, [503] * 5)
+                self.assertGreaterEqual(stuck, 1)
+                self.assertEqual(sorted(s for s, _, _ in held), [503] * len(held))
+                self.assertEqual(stuck + len(held), 20)
+                self.assertEqual(value(m, "preon_db_rejected_total", pool="read", reason="queue_wait"), len(held) + 5)
+                self.assertEqual(value(m, "preon_db_connections", pool="read", state="ready"), 1)
+                self.assertEqual(value(m, "preon_db_queue_depth", pool="primary"), 0)
+                self.assertEqual(value(m, "preon_db_rejected_total", pool="primary", reason="queue_wait"), 0)
+                self.assertEqual(value(m, "preon_db_connections", pool="primary", state="ready"), 1)
+            finally:
+                end(holder)
+            for t in waiting:
+                t.join(60 * SLOW)
+            self.assertEqual(sorted(s for s, _, _ in held), [200] * int(stuck) + [503] * (20 - int(stuck)))
+            self.assertEqual(value(scrape(p), "preon_db_queue_depth", pool="read"), 0)
             self.assertEqual(p.stop(), 0)
 
     def test_reads_fall_back_to_primary(self):
