@@ -421,7 +421,17 @@ int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen)
                  where, cfg->database.client_check_ms, poolers[cfg->database.pooler]);
         return PREON_EINVAL;
     }
-    /* Only when set by hand: the default may exceed a short request_timeout_ms someone chose, and then matters less. */
+    /* A request larger than the queue's bound would be refused "queue full, retry" on an idle server, for ever. */
+    if (cfg->database.max_queued < PREON_MAX_REQUEST_QUERIES) {
+        char buf[64];
+        snprintf(err, errlen,
+                 "%s: database.max_queued %d is below %d, the most queries one request makes at once (/queries?queries=500, "
+                 "/updates?queries=500): such a request would be refused for ever; set at least %d",
+                 origin_of(cfg, "database", "max_queued", buf, sizeof(buf)), cfg->database.max_queued, PREON_MAX_REQUEST_QUERIES,
+                 PREON_MAX_REQUEST_QUERIES);
+        return PREON_EINVAL;
+    }
+    /* Set by hand; when it is not, preon_config_settle has made the default fit below request_timeout_ms. */
     const char *wait_origin = cfg->origin[find_entry("database", "max_queue_wait_ms") - entries];
     if (wait_origin != NULL && cfg->database.max_queue_wait_ms != 0 &&
         cfg->database.max_queue_wait_ms >= cfg->server.request_timeout_ms) {
@@ -432,6 +442,31 @@ int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen)
         return PREON_EINVAL;
     }
     return 0;
+}
+
+void preon_config_settle(preon_config_t *cfg)
+{
+    const entry_t *wait = find_entry("database", "max_queue_wait_ms");
+    if (cfg->origin[wait - entries] == NULL && cfg->database.max_queue_wait_ms >= cfg->server.request_timeout_ms)
+        cfg->database.max_queue_wait_ms = cfg->server.request_timeout_ms / 2;
+}
+
+int preon_config_changed_keys(const preon_config_t *a, const preon_config_t *b, char *out, size_t outlen)
+{
+    int n = 0;
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < NUM_ENTRIES; i++) {
+        const entry_t *e = &entries[i];
+        const void *fa = (const char *)a + e->offset, *fb = (const char *)b + e->offset;
+        int same = e->type == T_STRING ? strcmp(*(char *const *)fa, *(char *const *)fb) == 0 : *(const int *)fa == *(const int *)fb;
+        if (same || strcmp(e->section, "log") == 0)
+            continue;
+        if (len < outlen)
+            len += (size_t)snprintf(out + len, outlen - len, "%s%s.%s", n ? ", " : "", e->section, e->key);
+        n++;
+    }
+    return n;
 }
 
 void preon_config_print(const preon_config_t *cfg, void *_fp)

@@ -15,6 +15,15 @@
 preon_log_level_t preon_log_level = PREON_LOG_INFO;
 preon_log_format_t preon_log_format = PREON_LOG_TEXT;
 
+int preon_log_access_enabled;
+
+void preon_log_configure(preon_log_level_t level, preon_log_format_t format, int access)
+{
+    __atomic_store_n(&preon_log_level, level, __ATOMIC_RELAXED);
+    __atomic_store_n(&preon_log_format, format, __ATOMIC_RELAXED);
+    __atomic_store_n(&preon_log_access_enabled, access, __ATOMIC_RELAXED);
+}
+
 const char *const preon_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
 int preon_log_level_parse(const char *s)
@@ -239,7 +248,7 @@ void preon_log_write(preon_log_level_t level, const char *fmt, ...)
     while (mlen > 0 && (msg[mlen - 1] == '\n' || msg[mlen - 1] == ' '))
         mlen--;
     size_t n = 0;
-    if (preon_log_format == PREON_LOG_JSON) {
+    if (__atomic_load_n(&preon_log_format, __ATOMIC_RELAXED) == PREON_LOG_JSON) {
         n += (size_t)sprintf(line, "{\"ts\":\"");
         n += timestamp(line + n);
         n += (size_t)sprintf(line + n, "\",\"level\":\"%s\",\"msg\":\"", preon_log_level_names[level]);
@@ -262,7 +271,7 @@ void preon_log_access(const char *method, size_t method_len, const char *path, s
     size_t n = 0;
     if (path_len > 2048)
         path_len = 2048;
-    if (preon_log_format == PREON_LOG_JSON) {
+    if (__atomic_load_n(&preon_log_format, __ATOMIC_RELAXED) == PREON_LOG_JSON) {
         n += (size_t)sprintf(line, "{\"ts\":\"");
         n += timestamp(line + n);
         n += (size_t)sprintf(line + n, "\",\"level\":\"info\",\"msg\":\"access\",\"method\":\"");

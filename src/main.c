@@ -8,6 +8,7 @@
 #include "preon/config.h"
 #include "preon/json.h"
 #include "preon/db.h"
+#include "preon/errors.h"
 #include "preon/log.h"
 #include "preon/probe.h"
 #include "preon/server.h"
@@ -15,6 +16,43 @@
 extern char **environ;
 
 #define DEFAULT_CONFIG "config/preon.yaml"
+
+/* What a reload reads again and compares with: the file named at start (or none) and the settings in force. */
+static const char *config_path;
+static const preon_config_t *running;
+
+/* Loads the file (and the environment) as at start-up; 0, or a negative code with the reason in `err`. */
+static int load(preon_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    if ((path != NULL && preon_config_load_file(cfg, path, err, errlen) != 0) ||
+        preon_config_apply_env(cfg, environ, err, errlen) != 0)
+        return PREON_EINVAL;
+    preon_config_settle(cfg);
+    return preon_config_validate(cfg, err, errlen);
+}
+
+/*
+ * SIGHUP, on the main thread: the file is read again and, if valid, what can change while requests are served takes
+ * effect at once (log.level, log.format, log.access); the rest is said to need a restart. A bad file changes nothing:
+ * its error is logged with FILE:LINE:COL and the running settings stay. preon writes its log to stderr, which the
+ * supervisor owns (docker, journald, a shell redirect): there is no file to reopen.
+ */
+static void on_reload(void)
+{
+    preon_config_t next;
+    char err[512], changed[512];
+    preon_config_init(&next);
+    if (load(&next, config_path, err, sizeof(err)) != 0) {
+        preon_log_warn("SIGHUP: configuration not reloaded, the running settings stay: %s", err);
+    } else {
+        preon_log_configure((preon_log_level_t)next.log.level, (preon_log_format_t)next.log.format, next.log.access);
+        preon_log_info("SIGHUP: reloaded %s: log.level %s, log.access %s", config_path != NULL ? config_path : "(no file)",
+                       preon_log_level_names[next.log.level], next.log.access ? "true" : "false");
+        if (preon_config_changed_keys(running, &next, changed, sizeof(changed)) != 0)
+            preon_log_warn("SIGHUP: %s changed; they take effect at the next start", changed);
+    }
+    preon_config_dispose(&next);
+}
 
 static void usage(FILE *fp)
 {
@@ -72,8 +110,7 @@ int main(int argc, char **argv)
     /* The default file is optional (the binary may run from anywhere); a file named on the command line is not. */
     if (path == NULL && access(DEFAULT_CONFIG, F_OK) == 0)
         path = DEFAULT_CONFIG;
-    if ((path != NULL && preon_config_load_file(&cfg, path, err, sizeof(err)) != 0) ||
-        preon_config_apply_env(&cfg, environ, err, sizeof(err)) != 0 || preon_config_validate(&cfg, err, sizeof(err)) != 0) {
+    if (load(&cfg, path, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         preon_config_dispose(&cfg);
         return 2;
@@ -83,8 +120,7 @@ int main(int argc, char **argv)
         preon_config_dispose(&cfg);
         return rv;
     }
-    preon_log_level = (preon_log_level_t)cfg.log.level;
-    preon_log_format = (preon_log_format_t)cfg.log.format;
+    preon_log_configure((preon_log_level_t)cfg.log.level, (preon_log_format_t)cfg.log.format, cfg.log.access);
     /* The URL is checked with libpq's own parser; the host name is resolved here, not on an event loop. */
     preon_db_target_t *target = preon_db_target_create(cfg.database.url, cfg.database.client_check_ms, !check, err, sizeof(err));
     if (target == NULL) {
@@ -115,7 +151,9 @@ int main(int argc, char **argv)
         return 0;
     }
     preon_log_start();
-    int rv = preon_server_run(&cfg, target, read_target, &preon_app);
+    config_path = path;
+    running = &cfg;
+    int rv = preon_server_run(&cfg, target, read_target, &preon_app, on_reload);
     preon_log_stop();
     preon_db_target_destroy(target);
     preon_db_target_destroy(read_target);

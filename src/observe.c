@@ -71,7 +71,7 @@ void preon_observe_request(preon_http_metrics_t *m, const preon_config_t *cfg, u
         preon_counter_add(&m->requests[(route * PREON_METHODS + method) * PREON_STATUSES + status_index(status)], 1);
         preon_hist_observe(&m->duration[route], ns);
     }
-    if (cfg->log.access) {
+    if (__atomic_load_n(&preon_log_access_enabled, __ATOMIC_RELAXED)) {
         size_t bytes = req->res.content_length != SIZE_MAX ? req->res.content_length : req->bytes_sent;
         preon_log_access(req->method.base, req->method.len, req->path.base, req->path.len, status, bytes, ns / 1000, thread);
     }

@@ -462,7 +462,10 @@ static void stop_threads(const preon_config_t *cfg, const sigset_t *set, int sig
 {
     __atomic_store_n(&draining, 1, __ATOMIC_RELAXED);
     preon_log_info("%s: draining (listeners close in %d ms; requests in flight get up to %d ms)",
-                   sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg->server.drain_delay_ms, cfg->server.shutdown_timeout_ms);
+                   sig == SIGTERM  ? "SIGTERM"
+                   : sig == SIGINT ? "SIGINT"
+                                   : "SIGQUIT",
+                   cfg->server.drain_delay_ms, cfg->server.shutdown_timeout_ms);
     if (cfg->server.drain_delay_ms > 0)
         exit_on_signal(set, cfg->server.drain_delay_ms * 1000000L);
     for (unsigned i = 0; i < nthreads; i++)
@@ -498,13 +501,17 @@ static void join_threads(const sigset_t *set)
 }
 
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_db_target_t *read_target,
-                     const preon_service_t *svc)
+                     const preon_service_t *svc, void (*reload)(void))
 {
     char err[256];
     service = svc;
     nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon_usable_cpus();
     threads = preon_calloc(nthreads, sizeof(*threads));
+    /* A write to a closed socket is an error return, not a death; SIGUSR1/2 have no meaning here (an operator's or a
+     * supervisor's stray signal must not kill a server that answers requests). */
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
     unsigned long long nofile = limit_connections(cfg);
     preon_observe_init();
     if (service->init(cfg, err, sizeof(err)) != 0) {
@@ -520,11 +527,16 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
         }
     }
 
-    /* Signals go to the main thread alone: the loops inherit a mask that blocks them. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
+    /* Signals go to the main thread alone: the loops inherit a mask that blocks them. `stop` ends the server (and, a
+     * second time, at once); SIGHUP reloads what can change at run time, as nginx, HAProxy, PgBouncer and PostgreSQL
+     * do, and stays blocked (ignored) once the stop has begun. */
+    sigset_t set, stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGQUIT);
+    set = stop;
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     for (unsigned i = 0; i < nthreads; i++)
         h2o_multithread_create_thread(&threads[i].tid, NULL, thread_main, &threads[i]);
@@ -536,9 +548,12 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
                        nofile, (unsigned long long)max_conns, cfg->server.max_connections);
 
     int sig;
-    sigwait(&set, &sig);
-    stop_threads(cfg, &set, sig);
-    join_threads(&set);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+        if (reload != NULL)
+            reload();
+    }
+    stop_threads(cfg, &stop, sig);
+    join_threads(&stop);
     service->dispose();
     preon_log_info("stopped");
     return 0;

@@ -95,6 +95,24 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
  */
 int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen);
 
+/**
+ * Fills in defaults that follow other keys, for the keys not set by hand: database.max_queue_wait_ms, when its
+ * default is not below server.request_timeout_ms, becomes half of it, so that the queue's 503 still comes before the
+ * request's 504.
+ * Call after the file and the environment, before preon_config_validate.
+ */
+void preon_config_settle(preon_config_t *cfg);
+
+/**
+ * Names, in `out` ("a.b, c.d"), the keys outside `log` whose values differ between `a` and `b`: what a reload cannot
+ * apply to a running server. Returns how many.
+ */
+int preon_config_changed_keys(const preon_config_t *a, const preon_config_t *b, char *out, size_t outlen);
+
+/** The most queries one request makes at once (/queries?queries=500, /updates?queries=500): database.max_queued must
+ * leave room for it, or such a request would be refused for ever. */
+#define PREON_MAX_REQUEST_QUERIES 500
+
 /** Writes every key and its value as YAML to `fp` (for --check-config and the start-up log). */
 void preon_config_print(const preon_config_t *cfg, void *fp);
 

@@ -14,9 +14,14 @@
 typedef enum { PREON_LOG_ERROR = 0, PREON_LOG_WARN, PREON_LOG_INFO, PREON_LOG_DEBUG } preon_log_level_t;
 typedef enum { PREON_LOG_TEXT = 0, PREON_LOG_JSON } preon_log_format_t;
 
-/** The level and format in force; set once at start-up, before threads start, and only read afterwards. */
+/** The level, format and access lines in force: set at start-up and again by a reload (SIGHUP), read with relaxed
+ * atomics (a line formatted during the change may take either). */
 extern preon_log_level_t preon_log_level;
 extern preon_log_format_t preon_log_format;
+extern int preon_log_access_enabled;
+
+/** Sets the three; any thread. */
+void preon_log_configure(preon_log_level_t level, preon_log_format_t format, int access);
 
 /** The levels' names, by preon_log_level_t, then NULL (config.c's enum of log.level uses it too). */
 extern const char *const preon_log_level_names[];
@@ -51,7 +56,7 @@ void preon_log_access(const char *method, size_t method_len, const char *path, s
 
 #define PREON_LOG(level, ...)                                                                                                      \
     do {                                                                                                                           \
-        if ((level) <= preon_log_level)                                                                                            \
+        if ((level) <= __atomic_load_n(&preon_log_level, __ATOMIC_RELAXED))                                                        \
             preon_log_write((level), __VA_ARGS__);                                                                                 \
     } while (0)
 #define preon_log_error(...) PREON_LOG(PREON_LOG_ERROR, __VA_ARGS__)

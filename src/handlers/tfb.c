@@ -12,7 +12,8 @@
  * /cached-queries (/fortunes is in fortunes.c). JSON is built and serialized per request with jansson.
  */
 
-#define MAX_QUERIES 500
+#define MAX_QUERIES PREON_MAX_REQUEST_QUERIES /* config.c keeps database.max_queued above it */
+_Static_assert(MAX_QUERIES <= PREON_DBREQ_MAX, "a request is one dbreq");
 
 static h2o_iovec_t query_string(h2o_req_t *req)
 {

@@ -65,15 +65,16 @@ class ConcurrencyTest(PreonTestCase):
 
 
 class QueueBoundTest(PreonTestCase):
-    """With database.max_queued at 1 and one thread, a burst finds the queue full: 503 at once, never a hang."""
-    preon_settings = {"database_max_queued": 1, "server_threads": 1}
+    """With database.max_queued at its least (500, the largest request) and one thread, a burst of /queries=100 finds
+    the queue full: 503 at once, never a hang. The time bound is off, so that only the length bound answers."""
+    preon_settings = {"database_max_queued": 500, "server_threads": 1, "database_max_queue_wait_ms": 0}
 
     def test_queue_full_is_503(self):
         statuses = []
         lock = threading.Lock()
 
         def burst():
-            body = b"".join(b"GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n" for _ in range(20))
+            body = b"".join(b"GET /queries?queries=100 HTTP/1.1\r\nHost: x\r\n\r\n" for _ in range(20))
             with socket.create_connection(("127.0.0.1", self.preon.port), timeout=20) as s:
                 s.sendall(body)
                 f = s.makefile("rb")
