@@ -55,6 +55,13 @@ def describe(r):
                 "not 200, %d refused after the drain; exit %d" % (
                     fmt_statuses(r["wrk_statuses"]), e["read"], e["timeout"], e["connect"] + e["write"], c["ok"],
                     c["lost"], c["bad"], c["refused"], r["exit_status"]))
+    if t in ("burst", "closed-loop-overload"):
+        load = ("{:,} connections, then one GET {} each, {} rounds".format(r["conns"], r["path"], r["rounds"])
+                if t == "burst" else "wrk -c{:,} on {} for {} s".format(r["conns"], r["path"], r["seconds"]))
+        return ("overload, slow table: " + ("a burst" if t == "burst" else "closed loop"), load, secs,
+                "%s; queries run %s for %s served; queue depth after %s" % (
+                    fmt_statuses(r["statuses"]), "{:,}".format(r["queries_run"]), "{:,}".format(r["queries_served"]),
+                    r["queue_depth_after"]))
     if t == "dropped-table":
         return ("dropped table", "table fortune dropped; 8 clients × 5 requests on one pipeline (sync=%s)" % r["sync"],
                 secs, "; ".join("%s %s" % (p, fmt_statuses(s)) for p, s in r["answers"].items()))

@@ -9,6 +9,7 @@
                    /hello probe (p99 < 50 ms)
   postgres-killed  PostgreSQL killed (-m immediate) and restarted 10 times under 16 clients
   sigterm          SIGTERM while wrk and counting clients load /fruits
+  shedding         a slow table: 7 bursts of 1,000 x /queries?queries=20 at once, then wrk -c1000 for 25 s on it
   faults           dropped table (both Sync modes), user without rights, backends abandoned after timeouts
   injection        quotes, semicolons and $1 in every parameter
   secrets          the database password in logs, answers and --check-config (right, wrong, database down)
@@ -43,6 +44,7 @@ SUITES = {  # name: (module, unittest selectors)
     "hostile": ("hostile", []),
     "postgres-killed": ("outage", ["OutageTest.test_killed_under_load"]),
     "sigterm": ("observability", ["DrainUnderLoadTest"]),
+    "shedding": ("shedding", []),
     "faults": ("faults", []),
     "injection": ("injection", []),
     "secrets": ("secrets", []),
