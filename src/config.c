@@ -28,7 +28,7 @@ typedef struct {
     long min, max;            /* T_INT */
     const char *const *names; /* T_ENUM: NULL-terminated; the value stored is the index */
     const char *def;          /* default, in the same text form the file uses */
-} entry_t;
+} config_entry_t;
 
 static const char *const sync_modes[] = {"request", "batch", "query", NULL};
 static const char *const poolers[] = {"none", "session", "transaction", NULL};
@@ -36,7 +36,7 @@ static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const booleans[] = {"false", "true", NULL};
 
 #define OFF(f) offsetof(preon_config_t, f)
-static const entry_t entries[] = {
+static const config_entry_t entries[] = {
     {"server", "listen", T_STRING, OFF(server.listen), 0, 0, NULL, "0.0.0.0"},
     {"server", "port", T_INT, OFF(server.port), 1, 65535, NULL, "8080"},
     {"server", "threads", T_INT, OFF(server.threads), 0, 256, NULL, "0"},
@@ -74,18 +74,18 @@ static const entry_t entries[] = {
 #define NUM_ENTRIES (sizeof(entries) / sizeof(entries[0]))
 _Static_assert(NUM_ENTRIES <= PREON_CONFIG_KEYS, "raise PREON_CONFIG_KEYS");
 
-static int *int_field(preon_config_t *cfg, const entry_t *e)
+static int *int_field(preon_config_t *cfg, const config_entry_t *e)
 {
     return (int *)((char *)cfg + e->offset);
 }
 
-static char **string_field(preon_config_t *cfg, const entry_t *e)
+static char **string_field(preon_config_t *cfg, const config_entry_t *e)
 {
     return (char **)((char *)cfg + e->offset);
 }
 
 /* Stores `value` into the entry's field. On a bad value writes the reason (without location) to `err`. */
-static int set_value(preon_config_t *cfg, const entry_t *e, const char *value, char *err, size_t errlen)
+static int set_value(preon_config_t *cfg, const config_entry_t *e, const char *value, char *err, size_t errlen)
 {
     switch (e->type) {
     case T_INT: {
@@ -148,8 +148,8 @@ void preon_config_dispose(preon_config_t *cfg)
     }
 }
 
-static void set_origin(preon_config_t *cfg, const entry_t *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_origin(preon_config_t *cfg, const entry_t *e, const char *fmt, ...)
+static void set_origin(preon_config_t *cfg, const config_entry_t *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_origin(preon_config_t *cfg, const config_entry_t *e, const char *fmt, ...)
 {
     char buf[512];
     va_list ap;
@@ -160,7 +160,7 @@ static void set_origin(preon_config_t *cfg, const entry_t *e, const char *fmt, .
     cfg->origin[e - entries] = preon_strdup(buf);
 }
 
-static const entry_t *find_entry(const char *section, const char *key)
+static const config_entry_t *find_entry(const char *section, const char *key)
 {
     for (size_t i = 0; i < NUM_ENTRIES; i++)
         if (strcmp(entries[i].section, section) == 0 && (key == NULL || strcmp(entries[i].key, key) == 0))
@@ -230,7 +230,7 @@ static int load_section(loader_t *l, yaml_parser_t *p, preon_config_t *cfg, cons
         snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_mark_t key_mark = ev.start_mark;
         yaml_event_delete(&ev);
-        const entry_t *e = find_entry(section, key);
+        const config_entry_t *e = find_entry(section, key);
         if (e == NULL)
             return fail_at(l, key_mark, "unknown key '%s' in section '%s'", key, section);
         if (seen[e - entries]++)
@@ -350,7 +350,7 @@ int preon_config_load_file(preon_config_t *cfg, const char *path, char *err, siz
     return rv;
 }
 
-static void env_name(const entry_t *e, char *buf, size_t len)
+static void env_name(const config_entry_t *e, char *buf, size_t len)
 {
     snprintf(buf, len, "PREON_%s_%s", e->section, e->key);
     for (char *s = buf; *s != '\0'; s++)
@@ -365,7 +365,7 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
         const char *eq = strchr(*v, '=');
         if (eq == NULL)
             continue;
-        const entry_t *e = NULL;
+        const config_entry_t *e = NULL;
         char name[128];
         for (size_t i = 0; i < NUM_ENTRIES && e == NULL; i++) {
             env_name(&entries[i], name, sizeof(name));
@@ -399,7 +399,7 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
 /* Where the row for section.key was set, or "(default) section.key". */
 static const char *origin_of(const preon_config_t *cfg, const char *section, const char *key, char *buf, size_t len)
 {
-    const entry_t *e = find_entry(section, key);
+    const config_entry_t *e = find_entry(section, key);
     if (cfg->origin[e - entries] != NULL)
         return cfg->origin[e - entries];
     snprintf(buf, len, "(default) %s.%s", section, key);
@@ -410,7 +410,7 @@ int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen)
 {
     if (cfg->database.pooler != PREON_POOLER_NONE && cfg->database.client_check_ms > 0) {
         /* Pointed at whichever of the two was set last by hand: that is the line the operator just wrote. */
-        const entry_t *check = find_entry("database", "client_check_ms");
+        const config_entry_t *check = find_entry("database", "client_check_ms");
         char buf[64];
         const char *where = cfg->origin[check - entries] != NULL ? cfg->origin[check - entries]
                                                                  : origin_of(cfg, "database", "pooler", buf, sizeof(buf));
@@ -446,7 +446,7 @@ int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen)
 
 void preon_config_settle(preon_config_t *cfg)
 {
-    const entry_t *wait = find_entry("database", "max_queue_wait_ms");
+    const config_entry_t *wait = find_entry("database", "max_queue_wait_ms");
     if (cfg->origin[wait - entries] == NULL && cfg->database.max_queue_wait_ms >= cfg->server.request_timeout_ms)
         cfg->database.max_queue_wait_ms = cfg->server.request_timeout_ms / 2;
 }
@@ -457,7 +457,7 @@ int preon_config_changed_keys(const preon_config_t *a, const preon_config_t *b, 
     size_t len = 0;
     out[0] = '\0';
     for (size_t i = 0; i < NUM_ENTRIES; i++) {
-        const entry_t *e = &entries[i];
+        const config_entry_t *e = &entries[i];
         const void *fa = (const char *)a + e->offset, *fb = (const char *)b + e->offset;
         int same = e->type == T_STRING ? strcmp(*(char *const *)fa, *(char *const *)fb) == 0 : *(const int *)fa == *(const int *)fb;
         if (same || strcmp(e->section, "log") == 0)
@@ -474,7 +474,7 @@ void preon_config_print(const preon_config_t *cfg, void *_fp)
     FILE *fp = _fp;
     const char *section = "";
     for (size_t i = 0; i < NUM_ENTRIES; i++) {
-        const entry_t *e = &entries[i];
+        const config_entry_t *e = &entries[i];
         if (strcmp(section, e->section) != 0)
             fprintf(fp, "%s:\n", section = e->section);
         const void *field = (const char *)cfg + e->offset;

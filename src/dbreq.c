@@ -36,7 +36,7 @@ struct st_preon_dbreq_t {
     h2o_timeout_entry_t deadline; /* server.request_timeout_ms */
     const preon_dbreq_ops_t *ops;
     size_t n, pending;
-    int fail_status; /* 0, or the status to answer with */
+    int fail_err; /* 0, or the error to answer with (its status: errors.h) */
     char fail_message[256];
     void *data;
     slot_t slots[];
@@ -143,13 +143,13 @@ static void destroy(preon_dbreq_t *r)
 }
 
 /* The last callback: answer (if the client is still there) and free. */
-static void complete(preon_dbreq_t *r)
+static void answer_and_free(preon_dbreq_t *r)
 {
     h2o_req_t *req = r->req;
     if (req != NULL) {
         r->guard->r = NULL;
-        if (r->fail_status != 0)
-            preon_reply_error(req, r->fail_status, r->fail_message);
+        if (r->fail_err != 0)
+            preon_reply_error(req, preon_err_http_status(r->fail_err), r->fail_message);
         else
             r->ops->on_done(r, req);
     }
@@ -158,10 +158,10 @@ static void complete(preon_dbreq_t *r)
     destroy(r);
 }
 
-void preon_dbreq_fail(preon_dbreq_t *r, int status, const char *message)
+void preon_dbreq_fail(preon_dbreq_t *r, int err, const char *message)
 {
-    if (r->fail_status == 0) {
-        r->fail_status = status;
+    if (r->fail_err == 0) {
+        r->fail_err = err;
         snprintf(r->fail_message, sizeof(r->fail_message), "%s", message);
     }
 }
@@ -171,16 +171,16 @@ static void on_result(preon_db_query_t *q, const preon_db_result_t *res)
     slot_t *s = (slot_t *)q;
     preon_dbreq_t *r = s->owner;
     s->done = 1;
-    if (r->req != NULL && r->fail_status == 0)
+    if (r->req != NULL && r->fail_err == 0)
         r->ops->on_result(r, s->index, res);
-    else if ((q->flags & PREON_DB_WRITE) && r->fail_status == 503) {
+    else if ((q->flags & PREON_DB_WRITE) && r->fail_err != 0 && preon_err_http_status(r->fail_err) == 503) {
         /* Another part of the request was refused as not sent, but this write committed: no "nothing happened". */
-        r->fail_status = 502;
+        r->fail_err = PREON_ECONNLOST; /* 502: "may or may not have committed" is the closest this table has */
         snprintf(r->fail_message, sizeof(r->fail_message), "part of the request failed after a write had committed");
     }
     PREON_ASSERT(r->pending > 0);
     if (--r->pending == 0)
-        complete(r);
+        answer_and_free(r);
 }
 
 static void on_error(preon_db_query_t *q, int err, const char *detail)
@@ -188,19 +188,19 @@ static void on_error(preon_db_query_t *q, int err, const char *detail)
     slot_t *s = (slot_t *)q;
     preon_dbreq_t *r = s->owner;
     s->done = 1;
-    if (r->fail_status == 0 && err != PREON_ECANCELED) {
+    if (r->fail_err == 0 && err != PREON_ECANCELED) {
         /* A database error says what the database said (its primary message: no SQL text, no stack). */
         char msg[256];
         if ((err == PREON_EDB || err == PREON_ECONFLICT || err == PREON_ERETRY) && detail != NULL)
             snprintf(msg, sizeof(msg), "%s: %s", preon_strerror(err), detail);
         else
             snprintf(msg, sizeof(msg), "%s", preon_strerror(err));
-        preon_dbreq_fail(r, preon_err_http_status(err), msg);
+        preon_dbreq_fail(r, err, msg);
         cancel_unsent(r); /* the answer is decided: the rest of its work is not needed */
     }
     PREON_ASSERT(r->pending > 0);
     if (--r->pending == 0)
-        complete(r);
+        answer_and_free(r);
 }
 
 /* server.request_timeout_ms passed with queries still out: answer 504 now and drop their results later. */
@@ -233,7 +233,7 @@ void preon_dbreq_run(preon_dbreq_t *r)
     for (size_t i = 0; i < r->n; i++)
         qs[i] = &r->slots[i].q;
     const preon_config_t *cfg = r->thr->cfg;
-    int sync = r->ops->techempower ? cfg->database.tfb_sync : cfg->database.sync;
+    int sync = r->ops->syncs == PREON_DBREQ_SYNCS_STRICT ? cfg->database.tfb_sync : cfg->database.sync;
     preon_db_pool_t *pool = pool_for(r);
     int rv = preon_db_submit(pool, qs, r->n, sync);
     if (rv == PREON_ENOTCONN && pool != r->thr->db)

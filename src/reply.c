@@ -79,7 +79,7 @@ void preon_reply_method_not_allowed(h2o_req_t *req, unsigned allow)
     char buf[64];
     size_t n = preon_router_allow(allow, buf, sizeof(buf));
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, h2o_strdup(&req->pool, buf, n).base, n);
-    preon_reply_error(req, 405, "method not allowed");
+    preon_reply_errno(req, PREON_EMETHOD);
 }
 
 void preon_reply_empty(h2o_req_t *req, int status)

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "preon/metrics.h"
+#include "preon/errors.h"
 #include "preon/router.h"
 
 /* The one list of methods preon knows: PREON_M_* is 1 << the index here, and the counters use the index. */
@@ -51,7 +52,7 @@ int preon_router_match(const preon_route_t *routes, size_t n, const char *method
 {
     unsigned bit = preon_method_bit(method, mlen);
     memset(m, 0, sizeof(*m));
-    m->status = 404;
+    m->err = PREON_ENOTFOUND;
     for (size_t i = 0; i < n; i++) {
         h2o_iovec_t param;
         if (!path_matches(routes[i].pattern, path, plen, &param))
@@ -60,15 +61,15 @@ int preon_router_match(const preon_route_t *routes, size_t n, const char *method
         if (allowed & PREON_M_GET)
             allowed |= PREON_M_HEAD;
         if (bit != 0 && (allowed & bit) != 0) {
-            m->status = 0;
+            m->err = 0;
             m->route = &routes[i];
             m->param = param;
             return 0;
         }
-        m->status = 405;
+        m->err = PREON_EMETHOD;
         m->allow |= allowed;
     }
-    return m->status;
+    return m->err;
 }
 
 size_t preon_router_allow(unsigned allow, char *buf, size_t len)

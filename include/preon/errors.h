@@ -10,6 +10,7 @@
 #define PREON_ERRNO_MAP(XX)                                                                                                        \
     XX(INVAL, "invalid argument", 400)                                                                                             \
     XX(NOTFOUND, "not found", 404)                                                                                                 \
+    XX(METHOD, "method not allowed", 405)                                                                                          \
     XX(QUEUEFULL, "database queue is full", 503)                                                                                   \
     XX(OVERLOADED, "database is overloaded: queries wait too long", 503)                                                           \
     XX(NOTCONN, "database is not connected", 503)                                                                                  \

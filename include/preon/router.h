@@ -26,10 +26,11 @@ typedef struct st_preon_route_t {
 } preon_route_t;
 
 typedef struct st_preon_match_t {
-    int status;                 /* 0: call route->handler; 404: no route has this path; 405: path known, method not */
-    const preon_route_t *route; /* when status is 0 */
-    h2o_iovec_t param;          /* when status is 0 */
-    unsigned allow;             /* when status is 405: the methods the path allows */
+    int err;                    /* 0: call route->handler; PREON_ENOTFOUND: no route has this path; PREON_EMETHOD: the path
+                                   is known, the method not */
+    const preon_route_t *route; /* when err is 0 */
+    h2o_iovec_t param;          /* when err is 0 */
+    unsigned allow;             /* when err is PREON_EMETHOD: the methods the path allows */
 } preon_match_t;
 
 /** Returns the PREON_M_* bit of a method name, or 0 for a method preon does not know. */
@@ -43,7 +44,7 @@ const char *preon_method_name(unsigned index);
 
 /**
  * Finds the route for (method, path) in `routes` (`n` entries, earlier ones win). `path` excludes the query
- * string. Fills `*m` and returns m->status. Pure: no allocation, callable from any thread.
+ * string. Fills `*m` and returns m->err. Pure: no allocation, callable from any thread.
  */
 int preon_router_match(const preon_route_t *routes, size_t n, const char *method, size_t mlen, const char *path, size_t plen,
                        preon_match_t *m);

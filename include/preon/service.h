@@ -50,6 +50,12 @@ void *preon_service_state(h2o_req_t *req);
  */
 typedef struct st_preon_dbreq_t preon_dbreq_t;
 
+/** Which setting places a dbreq's Syncs (each Sync ends one implicit transaction). */
+typedef enum {
+    PREON_DBREQ_SYNCS_API = 0, /* database.sync: the service's own API (default batch: reads may share a Sync) */
+    PREON_DBREQ_SYNCS_STRICT,  /* database.tfb_sync: routes held to a Sync after every query (TechEmpower's rule) */
+} preon_dbreq_syncs_t;
+
 typedef struct st_preon_dbreq_ops_t {
     /** One query's rows (`res` borrowed). Keep what is needed in preon_dbreq_data(). */
     void (*on_result)(preon_dbreq_t *r, size_t index, const preon_db_result_t *res);
@@ -57,8 +63,8 @@ typedef struct st_preon_dbreq_ops_t {
     void (*on_done)(preon_dbreq_t *r, h2o_req_t *req);
     /** Optional: frees what on_result kept; runs last, whatever happened. */
     void (*dispose)(preon_dbreq_t *r);
-    /** One of TechEmpower's test types: its Syncs follow database.tfb_sync (else database.sync). */
-    int techempower;
+    /** Which setting places its Syncs. */
+    preon_dbreq_syncs_t syncs;
 } preon_dbreq_ops_t;
 
 /**
@@ -91,7 +97,8 @@ void preon_dbreq_run(preon_dbreq_t *r);
 void preon_dbreq_run_one(h2o_req_t *req, unsigned stmt, int nparams, const char *const *params, size_t datasize,
                          const preon_dbreq_ops_t *ops);
 
-/** Called from on_result: the request will be answered `status` with `message` instead of on_done. */
-void preon_dbreq_fail(preon_dbreq_t *r, int status, const char *message);
+/** Called from on_result: the request will be answered with `err`'s status (errors.h) and `message` instead of on_done.
+ * The first failure stands. */
+void preon_dbreq_fail(preon_dbreq_t *r, int err, const char *message);
 
 #endif

@@ -135,7 +135,7 @@ static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_
 {
     if (c->ring_count == c->ring_cap) {
         /* Grow and unwrap: the ring is at most a few thousand entries (database.max_queued bounds it). */
-        entry_t *nr = preon_malloc(c->ring_cap * 2 * sizeof(*nr));
+        ring_entry_t *nr = preon_malloc(c->ring_cap * 2 * sizeof(*nr));
         for (size_t i = 0; i < c->ring_count; i++)
             nr[i] = c->ring[(c->ring_head + i) % c->ring_cap];
         free(c->ring);
@@ -148,7 +148,7 @@ static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_
         c->svc_mark = c->head_since; /* busy from now: a new service-time window */
         c->svc_k = 0;
     }
-    entry_t *e = &c->ring[(c->ring_head + c->ring_count++) % c->ring_cap];
+    ring_entry_t *e = &c->ring[(c->ring_head + c->ring_count++) % c->ring_cap];
     e->kind = kind;
     e->ends_send = 0;
     e->stmt = stmt;
@@ -176,10 +176,10 @@ static void observe_service(preon_db_conn_t *c, int idle)
     c->svc_k = 0;
 }
 
-static entry_t pop(preon_db_conn_t *c)
+static ring_entry_t pop(preon_db_conn_t *c)
 {
     PREON_ASSERT(c->ring_count > 0);
-    entry_t e = c->ring[c->ring_head];
+    ring_entry_t e = c->ring[c->ring_head];
     c->ring_head = (c->ring_head + 1) % c->ring_cap;
     c->ring_count--;
     c->head_since = now_ms(c);
@@ -197,7 +197,7 @@ uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c)
 {
     /* The ring is oldest first; its first query is at most a few Syncs and Prepares in. */
     for (size_t i = 0; i < c->ring_count; i++) {
-        const entry_t *e = &c->ring[(c->ring_head + i) % c->ring_cap];
+        const ring_entry_t *e = &c->ring[(c->ring_head + i) % c->ring_cap];
         if (e->kind == ENTRY_QUERY)
             return e->q->_queued_ns;
     }
@@ -298,7 +298,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     schedule_retry(c, err == PREON_ETIMEDOUT && was_ready);
 
     /* Detach everything before the callbacks run: they may submit new queries, which must not land here. */
-    entry_t *ring = c->ring;
+    ring_entry_t *ring = c->ring;
     size_t head = c->ring_head, count = c->ring_count, cap = c->ring_cap;
     c->ring = preon_malloc(cap * sizeof(*c->ring));
     c->ring_head = c->ring_count = 0;
@@ -316,7 +316,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     /* Oldest first: those answered but not yet committed, then those in flight, then those never sent. */
     fail_list(c->pool, done, err, 1, why);
     for (size_t i = 0; i < count; i++) {
-        entry_t *e = &ring[(head + i) % cap];
+        ring_entry_t *e = &ring[(head + i) % cap];
         if (e->kind == ENTRY_QUERY)
             preon_db_pool_fail_query(c->pool, e->q, sent_error(err, e->q), why);
     }
@@ -471,7 +471,7 @@ static const char *message_of(const PGresult *res)
 }
 
 /* The head entry's results are all in; takes `res`. */
-static void complete(preon_db_conn_t *c, entry_t e, PGresult *res)
+static void complete_entry(preon_db_conn_t *c, ring_entry_t e, PGresult *res)
 {
     ExecStatusType st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (e.kind == ENTRY_PREPARE) {
@@ -581,7 +581,7 @@ static size_t read_results(preon_db_conn_t *c)
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return taken;
         }
-        entry_t *head = &c->ring[c->ring_head];
+        ring_entry_t *head = &c->ring[c->ring_head];
         if (head->kind == ENTRY_SYNC) {
             if (r == NULL) {
                 if (c->seg.sync_null_ok) {
@@ -624,7 +624,7 @@ static size_t read_results(preon_db_conn_t *c)
         }
         PGresult *res = c->cur;
         c->cur = NULL;
-        complete(c, pop(c), res); /* takes res */
+        complete_entry(c, pop(c), res); /* takes res */
     }
     return taken;
 }
@@ -698,17 +698,17 @@ int preon_db_conn_may_send(const preon_db_conn_t *c)
     return depth == 0 || c->sends_in_flight < (unsigned)depth;
 }
 
-/* Writes a Sync and records it; 0, or -1 when libpq could not (the connection is broken). */
+/* Writes a Sync and records it; 0, or PREON_ECONNLOST when libpq could not (the connection is broken). */
 static int send_sync(preon_db_conn_t *c)
 {
     if (!PQpipelineSync(c->pg))
-        return -1;
+        return PREON_ECONNLOST;
     push(c, ENTRY_SYNC, 0, NULL);
     return 0;
 }
 
 /*
- * Hands `q` to libpq (its Prepare first, if that failed before); 0, or -1 when libpq could not. Nothing is
+ * Hands `q` to libpq (its Prepare first, if that failed before); 0, or PREON_ECONNLOST when libpq could not. Nothing is
  * recorded for `q` on failure: the caller keeps it on the unsent list, so that conn_fail answers it. Behind a
  * transaction pooler, its SQL goes out as an unnamed statement (Parse, Bind, Execute in one go), which lives only
  * until the next Sync and so never meets another client's statements on a shared server connection.
@@ -717,15 +717,15 @@ static int send_query(preon_db_conn_t *c, preon_db_query_t *q)
 {
     const preon_db_statement_t *st = &c->pool->stmts[q->stmt];
     if (c->pool->cfg->database.pooler == PREON_POOLER_TRANSACTION)
-        return PQsendQueryParams(c->pg, st->sql, q->nparams, NULL, q->params, NULL, NULL, 0) ? 0 : -1;
+        return PQsendQueryParams(c->pg, st->sql, q->nparams, NULL, q->params, NULL, NULL, 0) ? 0 : PREON_ECONNLOST;
     if (!c->prepared[q->stmt]) {
         /* Its Prepare failed earlier (say the table was missing); try again, in the same pipeline. */
         if (!PQsendPrepare(c->pg, st->name, st->sql, st->nparams, NULL))
-            return -1;
+            return PREON_ECONNLOST;
         push(c, ENTRY_PREPARE, q->stmt, NULL);
         c->prepared[q->stmt] = 1;
     }
-    return PQsendQueryPrepared(c->pg, st->name, q->nparams, q->params, NULL, NULL, 0) ? 0 : -1;
+    return PQsendQueryPrepared(c->pg, st->name, q->nparams, q->params, NULL, NULL, 0) ? 0 : PREON_ECONNLOST;
 }
 
 /*

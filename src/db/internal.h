@@ -33,7 +33,7 @@ typedef struct {
     unsigned char ends_send; /* ENTRY_SYNC: the last entry of one preon_db_conn_send (one write, one batch) */
     unsigned stmt;           /* ENTRY_PREPARE */
     preon_db_query_t *q;     /* ENTRY_QUERY */
-} entry_t;
+} ring_entry_t;
 
 /*
  * What the statements sent since the last Sync (one implicit transaction, a "segment") have come to. Filled as their
@@ -66,7 +66,7 @@ typedef struct st_preon_db_conn_t {
     /* queries accepted on this connection but not yet handed to libpq (sent at the end of the loop pass) */
     preon_db_query_t *unsent_head, **unsent_tail;
     /* a ring of what libpq has been given, oldest first */
-    entry_t *ring;
+    ring_entry_t *ring;
     size_t ring_cap, ring_head, ring_count;
     uint64_t head_since; /* see preon_db_conn_head_since */
     size_t nqueries;     /* unsent + in-flight queries, to pick the least loaded connection */

@@ -96,7 +96,7 @@ static void on_done(preon_dbreq_t *r, h2o_req_t *req)
     preon_reply_text(req, 200, H2O_STRLIT("text/html; charset=UTF-8"), out.buf, out.len);
 }
 
-static const preon_dbreq_ops_t ops = {on_rows, on_done, NULL, 1};
+static const preon_dbreq_ops_t ops = {.on_result = on_rows, .on_done = on_done, .syncs = PREON_DBREQ_SYNCS_STRICT};
 
 void preon_tfb_fortunes(h2o_req_t *req, h2o_iovec_t param)
 {

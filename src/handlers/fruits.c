@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "preon/app.h"
 #include "preon/body.h"
+#include "preon/errors.h"
 #include "preon/json.h"
 #include "preon/params.h"
 #include "preon/reply.h"
@@ -50,7 +51,7 @@ static void on_list(preon_dbreq_t *r, size_t index, const preon_db_result_t *res
         if (i > 0)
             preon_sink_append(&out, ",", 1);
         if (put_fruit(&out, res, i, &id) != 0) {
-            preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
+            preon_dbreq_fail(r, PREON_EDB, "database returned a name that is not valid UTF-8");
             return;
         }
     }
@@ -69,12 +70,13 @@ static void on_one(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
         return;
     preon_sink_init(&out, &preon_dbreq_req(r)->pool, 64);
     if (put_fruit(&out, res, 0, &d->id) != 0)
-        preon_dbreq_fail(r, 502, "database returned a name that is not valid UTF-8");
+        preon_dbreq_fail(r, PREON_EDB, "database returned a name that is not valid UTF-8");
     else
         d->body = h2o_iovec_init(out.buf, out.len);
 }
 
-/* Parses the {id} segment; answers 400 itself and returns 0 when it is not a positive 32-bit integer. */
+/* Parses the {id} segment into `text`: 0, or PREON_EINVAL after answering 400 itself when it is not a positive 32-bit
+ * integer. */
 static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
 {
     int32_t id;
@@ -83,10 +85,10 @@ static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
         char msg[128];
         snprintf(msg, sizeof(msg), "parameter 'id' %s", why);
         preon_reply_error(req, 400, msg);
-        return 0;
+        return PREON_EINVAL;
     }
     snprintf(text, len, "%d", (int)id);
-    return 1;
+    return 0;
 }
 
 /* A full page may have a next one: it says where, as RFC 8288's Link (a short page is the last). */
@@ -101,8 +103,8 @@ static void on_page(preon_dbreq_t *r, h2o_req_t *req)
     preon_reply_text(req, 200, H2O_STRLIT("application/json"), d->body.base, d->body.len);
 }
 
-static const preon_dbreq_ops_t list_ops = {on_list, on_page, NULL, 0};
-static const preon_dbreq_ops_t one_ops = {on_one, on_done, NULL, 0};
+static const preon_dbreq_ops_t list_ops = {.on_result = on_list, .on_done = on_page, .syncs = PREON_DBREQ_SYNCS_API};
+static const preon_dbreq_ops_t one_ops = {.on_result = on_one, .on_done = on_done, .syncs = PREON_DBREQ_SYNCS_API};
 
 /* GET /fruits[?after=ID&limit=N]: one page of rows in id order, keyset-paged (docs/api.md, "Paging"). */
 void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param)
@@ -130,7 +132,7 @@ void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param)
 void preon_fruits_get(h2o_req_t *req, h2o_iovec_t param)
 {
     char text[16];
-    if (!read_id(req, param, text, sizeof(text)))
+    if (read_id(req, param, text, sizeof(text)) != 0)
         return;
     const char *params[] = {text};
     preon_dbreq_run_one(req, PREON_STMT_FRUIT_BY_ID, 1, params, sizeof(fruits_data_t), &one_ops);
@@ -167,9 +169,9 @@ static void on_deleted(preon_dbreq_t *r, h2o_req_t *req)
         preon_reply_empty(req, 204);
 }
 
-static const preon_dbreq_ops_t create_ops = {on_written, on_created, NULL, 0};
-static const preon_dbreq_ops_t update_ops = {on_written, on_done, NULL, 0};
-static const preon_dbreq_ops_t delete_ops = {on_written, on_deleted, NULL, 0};
+static const preon_dbreq_ops_t create_ops = {.on_result = on_written, .on_done = on_created, .syncs = PREON_DBREQ_SYNCS_API};
+static const preon_dbreq_ops_t update_ops = {.on_result = on_written, .on_done = on_done, .syncs = PREON_DBREQ_SYNCS_API};
+static const preon_dbreq_ops_t delete_ops = {.on_result = on_written, .on_done = on_deleted, .syncs = PREON_DBREQ_SYNCS_API};
 
 /* Checks Content-Type and body; answers 415/400 itself and returns NULL, or returns the parsed document. */
 static json_t *read_body(h2o_req_t *req, const char **name, size_t *name_len)
@@ -213,7 +215,7 @@ void preon_fruits_update(h2o_req_t *req, h2o_iovec_t param)
     char id[16];
     const char *name;
     size_t name_len;
-    if (!read_id(req, param, id, sizeof(id)))
+    if (read_id(req, param, id, sizeof(id)) != 0)
         return;
     json_t *doc = read_body(req, &name, &name_len);
     if (doc == NULL)
@@ -226,7 +228,7 @@ void preon_fruits_update(h2o_req_t *req, h2o_iovec_t param)
 void preon_fruits_delete(h2o_req_t *req, h2o_iovec_t param)
 {
     char id[16];
-    if (!read_id(req, param, id, sizeof(id)))
+    if (read_id(req, param, id, sizeof(id)) != 0)
         return;
     const char *params[] = {id};
     run_write(req, PREON_STMT_FRUIT_DELETE, 1, params, &delete_ops);

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "preon/alloc.h"
 #include "preon/app.h"
+#include "preon/errors.h"
 #include "preon/reply.h"
 
 const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
@@ -45,16 +46,15 @@ static size_t handle(h2o_req_t *req)
 {
     preon_match_t m;
     h2o_iovec_t path = req->path_normalized;
-    int status = preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, &m);
-    switch (status) {
+    switch (preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, &m)) {
     case 0:
         m.route->handler(req, m.param);
         return (size_t)(m.route - preon_routes);
-    case 405:
+    case PREON_EMETHOD:
         preon_reply_method_not_allowed(req, m.allow);
         break;
     default:
-        preon_reply_error(req, 404, "no such resource");
+        preon_reply_error(req, preon_err_http_status(PREON_ENOTFOUND), "no such resource");
         break;
     }
     return preon_nroutes;

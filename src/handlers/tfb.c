@@ -3,6 +3,7 @@
 #include <string.h>
 #include "preon/alloc.h"
 #include "preon/app.h"
+#include "preon/errors.h"
 #include "preon/json.h"
 #include "preon/params.h"
 #include "preon/reply.h"
@@ -59,7 +60,7 @@ static void on_world(preon_dbreq_t *r, size_t index, const preon_db_result_t *re
     worlds_t *w = preon_dbreq_data(r);
     size_t len;
     if (preon_db_result_rows(res) != 1) {
-        preon_dbreq_fail(r, 502, "World row missing");
+        preon_dbreq_fail(r, PREON_EDB, "World row missing");
         return;
     }
     w->number[index] = (int32_t)strtol(preon_db_result_value(res, 0, 1, &len), NULL, 10);
@@ -88,7 +89,7 @@ static void on_worlds_done(preon_dbreq_t *r, h2o_req_t *req)
     reply_worlds(req, preon_dbreq_data(r));
 }
 
-static const preon_dbreq_ops_t worlds_ops = {on_world, on_worlds_done, NULL, 1};
+static const preon_dbreq_ops_t worlds_ops = {.on_result = on_world, .on_done = on_worlds_done, .syncs = PREON_DBREQ_SYNCS_STRICT};
 
 /* Queries n random World rows, each by its own statement, all in one pipeline write. */
 static void read_worlds(preon_app_thread_t *thr, h2o_req_t *req, int n, int single, const preon_dbreq_ops_t *ops)
@@ -127,7 +128,7 @@ static void on_written(preon_dbreq_t *r, size_t index, const preon_db_result_t *
     (void)r, (void)index, (void)res;
 }
 
-static const preon_dbreq_ops_t write_ops = {on_written, on_worlds_done, NULL, 1};
+static const preon_dbreq_ops_t write_ops = {.on_result = on_written, .on_done = on_worlds_done, .syncs = PREON_DBREQ_SYNCS_STRICT};
 
 static int by_id(const void *a, const void *b)
 {
@@ -179,7 +180,8 @@ static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
     preon_dbreq_run(wr);
 }
 
-static const preon_dbreq_ops_t update_ops = {on_world, on_read_for_update, NULL, 1};
+static const preon_dbreq_ops_t update_ops = {
+    .on_result = on_world, .on_done = on_read_for_update, .syncs = PREON_DBREQ_SYNCS_STRICT};
 
 void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param)
 {
@@ -227,7 +229,8 @@ static void on_world_table_done(preon_dbreq_t *r, h2o_req_t *req)
     reply_cached(preon_dbreq_state(r), req);
 }
 
-static const preon_dbreq_ops_t cache_ops = {on_world_table, on_world_table_done, NULL, 1};
+static const preon_dbreq_ops_t cache_ops = {
+    .on_result = on_world_table, .on_done = on_world_table_done, .syncs = PREON_DBREQ_SYNCS_STRICT};
 
 void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param)
 {

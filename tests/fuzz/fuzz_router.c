@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "preon/app.h"
+#include "preon/errors.h"
 #include "preon/router.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -21,11 +22,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             allowed |= PREON_M_HEAD;
         if (m.route < preon_routes || m.route >= preon_routes + preon_nroutes || (allowed & bit) == 0)
             __builtin_trap();
-    } else if (status == 405) {
+    } else if (status == PREON_EMETHOD) {
         char allow[64];
         if (preon_router_allow(m.allow, allow, sizeof(allow)) == 0)
             __builtin_trap();
-    } else if (status != 404) {
+    } else if (status != PREON_ENOTFOUND) {
         __builtin_trap();
     }
     return 0;

@@ -8,8 +8,10 @@ set -euo pipefail
 ROOT=${1:?usage: bookworm_root.sh DIR}
 [ "$(id -u)" -eq 0 ] || { echo "bookworm_root.sh needs root (debootstrap)" >&2; exit 1; }
 CACHE=/var/cache/preon/bookworm-minbase.tar
+# The host's own Debian archive: deb822 sources first, then a one-line sources.list.
 MIRROR=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+[ -n "$MIRROR" ] || MIRROR=$(awk '$1 == "deb" && $3 ~ /^bookworm$/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
+[ -n "$MIRROR" ] || { echo "bookworm_root.sh: no Debian archive found in the host's apt sources" >&2; exit 1; }
 
 mkdir -p "$ROOT"
 if [ ! -s "$CACHE" ]; then

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "preon/app.h"
+#include "preon/errors.h"
 #include "preon/router.h"
 
 static int match(const char *method, const char *path, preon_match_t *m)
@@ -49,12 +50,12 @@ static void test_not_found(void **state)
 {
     (void)state;
     preon_match_t m;
-    assert_int_equal(match("GET", "/", &m), 404);
-    assert_int_equal(match("GET", "/hello/", &m), 404);
-    assert_int_equal(match("GET", "/hellox", &m), 404);
-    assert_int_equal(match("GET", "/fruits/1/2", &m), 404);
-    assert_int_equal(match("GET", "/fruit", &m), 404);
-    assert_int_equal(match("POST", "/nowhere", &m), 404);
+    assert_int_equal(match("GET", "/", &m), PREON_ENOTFOUND);
+    assert_int_equal(match("GET", "/hello/", &m), PREON_ENOTFOUND);
+    assert_int_equal(match("GET", "/hellox", &m), PREON_ENOTFOUND);
+    assert_int_equal(match("GET", "/fruits/1/2", &m), PREON_ENOTFOUND);
+    assert_int_equal(match("GET", "/fruit", &m), PREON_ENOTFOUND);
+    assert_int_equal(match("POST", "/nowhere", &m), PREON_ENOTFOUND);
 }
 
 static void test_method_not_allowed(void **state)
@@ -62,13 +63,13 @@ static void test_method_not_allowed(void **state)
     (void)state;
     preon_match_t m;
     char allow[64];
-    assert_int_equal(match("POST", "/hello", &m), 405);
+    assert_int_equal(match("POST", "/hello", &m), PREON_EMETHOD);
     assert_int_equal(preon_router_allow(m.allow, allow, sizeof(allow)), strlen("GET, HEAD"));
     assert_string_equal(allow, "GET, HEAD");
-    assert_int_equal(match("PATCH", "/fruits/1", &m), 405);
+    assert_int_equal(match("PATCH", "/fruits/1", &m), PREON_EMETHOD);
     preon_router_allow(m.allow, allow, sizeof(allow));
     assert_string_equal(allow, "GET, HEAD, PUT, DELETE");
-    assert_int_equal(match("BREW", "/fruits", &m), 405);
+    assert_int_equal(match("BREW", "/fruits", &m), PREON_EMETHOD);
     preon_router_allow(m.allow, allow, sizeof(allow));
     assert_string_equal(allow, "GET, HEAD, POST");
 }

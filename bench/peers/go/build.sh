@@ -21,8 +21,7 @@ if [ "$minor" -lt 21 ]; then
     # Go before 1.21 cannot switch toolchains itself: fetch the toolchain module the way 1.21+ would.
     mod=golang.org/toolchain@v0.0.1-$TOOLCHAIN.linux-$(go env GOARCH)
     tmp=$(mktemp -d)
-    (cd "$tmp" && go mod init bootstrap >/dev/null 2>&1 && GOFLAGS=-mod=mod GOPROXY=${GOPROXY:-https://proxy.golang.org} \
-        go mod download "$mod")
+    (cd "$tmp" && go mod init bootstrap >/dev/null 2>&1 && GOFLAGS=-mod=mod go mod download "$mod") # go's own GOPROXY
     rm -rf "$tmp"
     GO=$(go env GOMODCACHE)/$mod/bin/go
     chmod +x "$GO" "$(dirname "$GO")"/../pkg/tool/*/* 2>/dev/null || true
