@@ -13,10 +13,11 @@
 #include "preon/log.h"
 
 /*
- * One libpq connection driven by the event loop: a non-blocking connect (PQconnectStartParams +
- * PQconnectPoll), then pipeline mode with every statement prepared, then queries written behind each other
- * without waiting, their results matched to the senders by a FIFO ring. Any trouble ends in
- * preon_db_conn_fail(), which answers everything queued and lets the pool's tick reconnect with back-off.
+ * One libpq connection's life: a non-blocking connect (PQconnectStartParams + PQconnectPoll) with multi-host
+ * failover, the socket h2o watches (known by its identity, not its number), pipeline mode with every statement
+ * prepared, and the end of it all: preon_db_conn_fail(), which answers everything the connection holds and lets the
+ * pool's tick reconnect with back-off. What flows through a ready connection (queries out, results back, Syncs) is
+ * pipeline.c's.
  */
 
 static void on_read(h2o_socket_t *sock, const char *err);
@@ -38,11 +39,6 @@ static void set_state(preon_db_conn_t *c, conn_state_t state)
     else if (state == CONN_CONNECTING)
         preon_counter_add(&n->connecting, 1);
     c->state = state;
-}
-
-static uint64_t now_ms(const preon_db_conn_t *c)
-{
-    return h2o_now(c->pool->loop);
 }
 
 void preon_db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, unsigned index)
@@ -131,87 +127,14 @@ static void want_write(preon_db_conn_t *c)
     }
 }
 
-static void push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_query_t *q)
-{
-    if (c->ring_count == c->ring_cap) {
-        /* Grow and unwrap: the ring is at most a few thousand entries (database.max_queued bounds it). */
-        ring_entry_t *nr = preon_malloc(c->ring_cap * 2 * sizeof(*nr));
-        for (size_t i = 0; i < c->ring_count; i++)
-            nr[i] = c->ring[(c->ring_head + i) % c->ring_cap];
-        free(c->ring);
-        c->ring = nr;
-        c->ring_head = 0;
-        c->ring_cap *= 2;
-    }
-    if (c->ring_count == 0) {
-        c->head_since = now_ms(c);
-        c->svc_mark = c->head_since; /* busy from now: a new service-time window */
-        c->svc_k = 0;
-    }
-    ring_entry_t *e = &c->ring[(c->ring_head + c->ring_count++) % c->ring_cap];
-    e->kind = kind;
-    e->ends_send = 0;
-    e->stmt = stmt;
-    e->q = q;
-}
-
-/*
- * Closes the service-time window once it spans 10 ms of loop time or more, or when the connection goes idle: the time
- * per query answered in it, averaged over windows. Only busy time counts (the window opens when something is sent to
- * an idle connection), so this is what one more query in the queue costs the requests behind it.
- */
-static void observe_service(preon_db_conn_t *c, int idle)
-{
-    uint64_t now = now_ms(c), dt = now - c->svc_mark;
-    if (c->svc_k != 0 && (dt >= 10 || idle)) {
-        /* A window of many queries moves the average more than one of a few (one query held by a lock is not the
-         * service time); the estimate is used only once it rests on PREON_DB_SVC_TRUSTED queries. */
-        double s = (double)dt / c->svc_k, w = c->svc_k >= 32 ? 0.5 : c->svc_k / 64.0;
-        c->svc_ms = c->svc_n == 0 ? s : c->svc_ms + (s - c->svc_ms) * w;
-        c->svc_n = c->svc_n + c->svc_k < c->svc_n ? c->svc_n : c->svc_n + c->svc_k;
-    } else if (!idle) {
-        return;
-    }
-    c->svc_mark = now;
-    c->svc_k = 0;
-}
-
-static ring_entry_t pop(preon_db_conn_t *c)
-{
-    PREON_ASSERT(c->ring_count > 0);
-    ring_entry_t e = c->ring[c->ring_head];
-    c->ring_head = (c->ring_head + 1) % c->ring_cap;
-    c->ring_count--;
-    c->head_since = now_ms(c);
-    if (c->ring_count == 0)
-        observe_service(c, 1);
-    return e;
-}
-
-uint64_t preon_db_conn_head_since(const preon_db_conn_t *c)
-{
-    return c->ring_count != 0 ? c->head_since : 0;
-}
-
-uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c)
-{
-    /* The ring is oldest first; its first query is at most a few Syncs and Prepares in. */
-    for (size_t i = 0; i < c->ring_count; i++) {
-        const ring_entry_t *e = &c->ring[(c->ring_head + i) % c->ring_cap];
-        if (e->kind == ENTRY_QUERY)
-            return e->q->_queued_ns;
-    }
-    return c->unsent_head != NULL ? c->unsent_head->_queued_ns : 0;
-}
-
 static void schedule_retry(preon_db_conn_t *c, int at_once)
 {
     const preon_config_t *cfg = c->pool->cfg;
     at_once |= c->retry_now;
     c->retry_now = 0;
     set_state(c, CONN_IDLE);
-    c->state_since = now_ms(c);
-    c->retry_at = now_ms(c) + (at_once ? 0 : c->backoff_ms);
+    c->state_since = preon_db_conn_now_ms(c);
+    c->retry_at = preon_db_conn_now_ms(c) + (at_once ? 0 : c->backoff_ms);
     if (!at_once) {
         c->backoff_ms *= 2;
         if (c->backoff_ms > (unsigned)cfg->database.reconnect_max_ms)
@@ -258,7 +181,7 @@ static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, in
             PQclear(q->_res);
             q->_res = NULL;
         }
-        preon_db_pool_fail_query(pool, q, sent ? sent_error(err, q) : q->_state == QUERY_CANCELED ? PREON_ECANCELED : err, why);
+        preon_db_pool_done(pool, q, sent ? sent_error(err, q) : q->_state == QUERY_CANCELED ? PREON_ECANCELED : err, why, NULL);
     }
 }
 
@@ -318,7 +241,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     for (size_t i = 0; i < count; i++) {
         ring_entry_t *e = &ring[(head + i) % cap];
         if (e->kind == ENTRY_QUERY)
-            preon_db_pool_fail_query(c->pool, e->q, sent_error(err, e->q), why);
+            preon_db_pool_done(c->pool, e->q, sent_error(err, e->q), why, NULL);
     }
     free(ring);
     /* Never sent: the database did not see them. Behind a stuck query (held back by database.pipeline_depth) they
@@ -326,7 +249,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, 0, why);
 }
 
-static void flush(preon_db_conn_t *c)
+void preon_db_conn_flush(preon_db_conn_t *c)
 {
     int rv = PQflush(c->pg);
     if (rv < 0)
@@ -351,12 +274,12 @@ static void become_ready(preon_db_conn_t *c)
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
         }
-        push(c, ENTRY_PREPARE, (unsigned)i, NULL);
-        push(c, ENTRY_SYNC, 0, NULL);
+        preon_db_conn_push(c, ENTRY_PREPARE, (unsigned)i, NULL);
+        preon_db_conn_push(c, ENTRY_SYNC, 0, NULL);
         c->prepared[i] = 1;
     }
     set_state(c, CONN_READY);
-    c->state_since = now_ms(c);
+    c->state_since = preon_db_conn_now_ms(c);
     c->backoff_ms = pool->cfg->database.reconnect_min_ms;
     if (c->ever_ready)
         preon_counter_add(&pool->counters->reconnects, 1);
@@ -365,7 +288,7 @@ static void become_ready(preon_db_conn_t *c)
     c->hosts_passed = 0;
     preon_log_info("db %s#%u: connected (server %d, backend pid %d)", pool->tag, c->index, PQserverVersion(c->pg),
                    PQbackendPID(c->pg));
-    flush(c);
+    preon_db_conn_flush(c);
 }
 
 /* One step of PQconnectPoll, then wait for whatever it asks for. */
@@ -417,7 +340,7 @@ void preon_db_conn_connect(preon_db_conn_t *c)
     c->pg =
         PQconnectStartParams(preon_db_target_keywords(pool->target), preon_db_target_values_from(pool->target, c->host_start), 0);
     set_state(c, CONN_CONNECTING);
-    c->state_since = now_ms(c);
+    c->state_since = preon_db_conn_now_ms(c);
     c->server_said[0] = '\0';
     if (c->pg != NULL)
         PQsetNoticeReceiver(c->pg, on_notice, c);
@@ -450,185 +373,6 @@ void preon_db_conn_connect_timed_out(preon_db_conn_t *c)
     preon_db_conn_fail(c, PREON_ENOTCONN, why);
 }
 
-/* What an error result means for its request: SQLSTATE class 23 (integrity constraint violation) is the client's
- * conflict, a serialization failure or deadlock is worth repeating, anything else is a database fault. */
-static int error_of(const PGresult *res)
-{
-    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    if (state == NULL)
-        return PREON_EDB;
-    if (state[0] == '2' && state[1] == '3')
-        return PREON_ECONFLICT;
-    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
-        return PREON_ERETRY;
-    return PREON_EDB;
-}
-
-static const char *message_of(const PGresult *res)
-{
-    const char *msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    return msg != NULL ? msg : res != NULL ? PQresultErrorMessage(res) : "no result";
-}
-
-/* The head entry's results are all in; takes `res`. */
-static void complete_entry(preon_db_conn_t *c, ring_entry_t e, PGresult *res)
-{
-    ExecStatusType st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-    if (e.kind == ENTRY_PREPARE) {
-        if (st != PGRES_COMMAND_OK) {
-            const char *msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-            c->prepared[e.stmt] = 0;
-            if (st != PGRES_PIPELINE_ABORTED) {
-                snprintf(c->prepare_error, sizeof(c->prepare_error), "statement %s: %s", c->pool->stmts[e.stmt].name,
-                         msg != NULL ? msg : "prepare failed");
-                preon_log_warn("db %s#%u: %s", c->pool->tag, c->index, c->prepare_error);
-            }
-        }
-        PQclear(res);
-        return;
-    }
-    preon_db_query_t *q = e.q;
-    PREON_ASSERT(e.kind == ENTRY_QUERY && q != NULL && c->nqueries > 0);
-    c->nqueries--;
-    c->svc_k++;
-    observe_service(c, 0);
-    int failed = st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED;
-    if (failed && !c->seg.failed) {
-        c->seg.failed = 1;
-        c->seg.err = error_of(res);
-        snprintf(c->seg.why, sizeof(c->seg.why), "%s", message_of(res));
-        if (c->seg.err == PREON_EDB)
-            preon_log_warn("db %s#%u: statement %s failed: %s", c->pool->tag, c->index, c->pool->stmts[q->stmt].name, c->seg.why);
-    }
-    /* A read that shared its Sync with other requests is sent once more on its own merits when it was not run
-     * because a statement before it failed (maybe another request's), or when it was chosen as a deadlock victim
-     * or failed to serialize: the locks its batch still held until the shared Sync may be what it waited on. */
-    if ((q->flags & PREON_DB_SHARED) && !q->_resent &&
-        (st == PGRES_PIPELINE_ABORTED || (failed && error_of(res) == PREON_ERETRY))) {
-        PQclear(res);
-        q->_resent = 1;
-        preon_db_pool_resend(c->pool, q);
-        return;
-    }
-    /* Its answer waits for the Sync: the COMMIT there may still fail. */
-    q->_res = res;
-    q->_next = NULL;
-    *c->done_tail = q;
-    c->done_tail = &q->_next;
-}
-
-/*
- * The Sync was answered: the queries behind it are final. A failed COMMIT fails all of them (nothing they did
- * happened; a read under batch Syncs is sent once more on its own), a failed statement fails itself and the
- * writes beside it (rolled back with it), and everything else gets its rows.
- */
-static void settle(preon_db_conn_t *c)
-{
-    preon_db_pool_t *pool = c->pool;
-    /* Taken whole, then reset: the callbacks below may queue queries that start the next segment. */
-    segment_t seg = c->seg;
-    memset(&c->seg, 0, sizeof(c->seg));
-    PGresult *sync_err = seg.sync_err;
-    const char *aborted = c->prepare_error[0] != '\0' ? c->prepare_error : "aborted by an earlier error in its pipeline";
-    char aborted_why[sizeof(c->prepare_error)];
-    snprintf(aborted_why, sizeof(aborted_why), "%s", aborted);
-    preon_db_query_t *list = c->done_head;
-    c->done_head = NULL;
-    c->done_tail = &c->done_head;
-    if (sync_err != NULL && error_of(sync_err) == PREON_EDB)
-        preon_log_warn("db %s#%u: commit failed: %s", pool->tag, c->index, message_of(sync_err));
-
-    while (list != NULL) {
-        preon_db_query_t *q = list;
-        list = q->_next;
-        PGresult *res = q->_res;
-        q->_res = NULL;
-        ExecStatusType st = PQresultStatus(res);
-        int ok = st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
-        if (ok && sync_err != NULL) {
-            if ((q->flags & PREON_DB_SHARED) && !q->_resent) {
-                q->_resent = 1;
-                preon_db_pool_resend(pool, q);
-            } else {
-                preon_db_pool_fail_query(pool, q, error_of(sync_err), message_of(sync_err));
-            }
-        } else if (ok && seg.failed && (q->flags & PREON_DB_WRITE)) {
-            preon_db_pool_fail_query(pool, q, seg.err, seg.why);
-        } else if (ok) {
-            preon_db_pool_finish_query(pool, q, res);
-        } else if (st == PGRES_PIPELINE_ABORTED) {
-            preon_db_pool_fail_query(pool, q, PREON_EDB, aborted_why);
-        } else {
-            preon_db_pool_fail_query(pool, q, error_of(res), message_of(res));
-        }
-        PQclear(res);
-    }
-    if (sync_err != NULL)
-        PQclear(sync_err);
-}
-
-/* Takes every result libpq can give without blocking and hands each to the entry it belongs to; returns how many
- * it took. */
-static size_t read_results(preon_db_conn_t *c)
-{
-    size_t taken = 0;
-    while (c->pg != NULL && c->ring_count != 0 && !PQisBusy(c->pg)) {
-        PGresult *r = PQgetResult(c->pg);
-        taken++;
-        if (PQstatus(c->pg) == CONNECTION_BAD) {
-            /* libpq reports a broken connection as the head query's error: it is not that query's fault. */
-            PQclear(r);
-            preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
-            return taken;
-        }
-        ring_entry_t *head = &c->ring[c->ring_head];
-        if (head->kind == ENTRY_SYNC) {
-            if (r == NULL) {
-                if (c->seg.sync_null_ok) {
-                    c->seg.sync_null_ok = 0;
-                    continue;
-                }
-                preon_db_conn_fail(c, PREON_ECONNLOST, "pipeline out of step (no Sync result)");
-                return taken;
-            }
-            if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
-                /* An error at the Sync: the implicit COMMIT failed (a deferred constraint, a serialization
-                 * failure). libpq ends it with a NULL, then the Sync's own result follows. */
-                if (c->seg.sync_err == NULL)
-                    c->seg.sync_err = r;
-                else
-                    PQclear(r);
-                c->seg.sync_null_ok = 1;
-                continue;
-            }
-            PQclear(r);
-            if (pop(c).ends_send) {
-                PREON_ASSERT(c->sends_in_flight > 0);
-                c->sends_in_flight--;
-                /* what accumulated while the batches were out goes out at the end of this pass */
-                if (c->unsent_head != NULL && preon_db_conn_may_send(c))
-                    preon_db_pool_arm_flush(c->pool);
-            }
-            settle(c);
-            if (c->ring_count == 0)
-                c->prepare_error[0] = '\0';
-            continue;
-        }
-        if (r != NULL) {
-            /* A statement yields one result; keep the first, drop any other until the terminating NULL. */
-            if (c->cur == NULL)
-                c->cur = r;
-            else
-                PQclear(r);
-            continue;
-        }
-        PGresult *res = c->cur;
-        c->cur = NULL;
-        complete_entry(c, pop(c), res); /* takes res */
-    }
-    return taken;
-}
-
 /*
  * Bytes of a record OpenSSL has already decrypted that libpq has not taken yet. Not SSL_has_pending: that is also
  * true while OpenSSL holds the first bytes of a record whose rest has not arrived, which no read can take until
@@ -657,7 +401,7 @@ static void on_io(preon_db_conn_t *c)
      * the notice receiver now, not never. */
     if (c->ring_count == 0)
         (void)PQisBusy(c->pg);
-    read_results(c);
+    preon_db_conn_read_results(c);
     /* Over TLS, PQconsumeInput takes what fits in libpq's buffer (at least 8 KiB free): the rest of a record of up to
      * 16 KiB stays decrypted inside OpenSSL, where epoll cannot see it, and would wait for the server's next bytes
      * (a TLS-terminating pooler writes full records). Read on while OpenSSL holds some. */
@@ -667,7 +411,7 @@ static void on_io(preon_db_conn_t *c)
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
         }
-        read_results(c);
+        preon_db_conn_read_results(c);
     }
     if (c->pg == NULL)
         return;
@@ -675,7 +419,7 @@ static void on_io(preon_db_conn_t *c)
         preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
-    flush(c);
+    preon_db_conn_flush(c);
 }
 
 static void on_read(h2o_socket_t *sock, const char *err)
@@ -690,115 +434,4 @@ static void on_write(h2o_socket_t *sock, const char *err)
     (void)err;
     c->write_wait = 0;
     on_io(c);
-}
-
-int preon_db_conn_may_send(const preon_db_conn_t *c)
-{
-    int depth = c->pool->cfg->database.pipeline_depth;
-    return depth == 0 || c->sends_in_flight < (unsigned)depth;
-}
-
-/* Writes a Sync and records it; 0, or PREON_ECONNLOST when libpq could not (the connection is broken). */
-static int send_sync(preon_db_conn_t *c)
-{
-    if (!PQpipelineSync(c->pg))
-        return PREON_ECONNLOST;
-    push(c, ENTRY_SYNC, 0, NULL);
-    return 0;
-}
-
-/*
- * Hands `q` to libpq (its Prepare first, if that failed before); 0, or PREON_ECONNLOST when libpq could not. Nothing is
- * recorded for `q` on failure: the caller keeps it on the unsent list, so that conn_fail answers it. Behind a
- * transaction pooler, its SQL goes out as an unnamed statement (Parse, Bind, Execute in one go), which lives only
- * until the next Sync and so never meets another client's statements on a shared server connection.
- */
-static int send_query(preon_db_conn_t *c, preon_db_query_t *q)
-{
-    const preon_db_statement_t *st = &c->pool->stmts[q->stmt];
-    if (c->pool->cfg->database.pooler == PREON_POOLER_TRANSACTION)
-        return PQsendQueryParams(c->pg, st->sql, q->nparams, NULL, q->params, NULL, NULL, 0) ? 0 : PREON_ECONNLOST;
-    if (!c->prepared[q->stmt]) {
-        /* Its Prepare failed earlier (say the table was missing); try again, in the same pipeline. */
-        if (!PQsendPrepare(c->pg, st->name, st->sql, st->nparams, NULL))
-            return PREON_ECONNLOST;
-        push(c, ENTRY_PREPARE, q->stmt, NULL);
-        c->prepared[q->stmt] = 1;
-    }
-    return PQsendQueryPrepared(c->pg, st->name, q->nparams, q->params, NULL, NULL, 0) ? 0 : PREON_ECONNLOST;
-}
-
-/*
- * libpq 15's PQpipelineSync writes at once: a Sync after every query is a send() per query. Corked, those sends only
- * append to the socket's buffer, and the batch leaves as one segment when uncorked at the end of the write, as
- * PQsendPipelineSync (libpq 17) and one flush would send it: PostgreSQL wakes and reads once per batch, not once per
- * query. Only for a batch of several queries (two setsockopt calls), only on TCP (a Unix socket refuses, once).
- */
-static int cork(preon_db_conn_t *c, int on)
-{
-    if (c->cork < 0 || (on && (c->unsent_head == NULL || c->unsent_head->_next == NULL)))
-        return 0;
-    if (setsockopt(c->pg_fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)) != 0) {
-        c->cork = -1;
-        return 0;
-    }
-    return on;
-}
-
-void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap)
-{
-    PREON_ASSERT(c->state == CONN_READY && c->pg != NULL);
-    size_t before = c->ring_count, sent = 0;
-    int corked = cork(c, 1);
-    /* A Sync is owed for the queries written since the last one (the open segment); `open_shared` says whether
-     * another request's shared read may still join it, `continues` whether the next query is the same request's
-     * transaction, `same_request` whether it is the same request's at all (a batch ends only between requests). */
-    int sync_owed = 0, open_shared = 0, continues = 0, same_request = 0;
-    preon_db_query_t *q;
-    while ((q = c->unsent_head) != NULL && (cap == 0 || sent < cap || same_request)) {
-        /* on_flush takes canceled queries out before it sends, and nothing between can cancel one */
-        PREON_ASSERT(q->_state == QUERY_UNSENT);
-        /* A write, a read of sync: request or query, or a read sent again after a neighbour failed it, never
-         * shares a Sync with another request: close the open segment before it, so it fails only on its own merits. */
-        int shared = (q->flags & PREON_DB_SHARED) && !q->_resent;
-        if (sync_owed && !continues && !(open_shared && shared)) {
-            if (send_sync(c) != 0)
-                goto Broken;
-            sync_owed = 0;
-        }
-        /* q leaves the unsent list only once libpq has it: a failed write leaves it there for conn_fail (503: the
-         * database never saw it), never in neither place. */
-        if (send_query(c, q) != 0)
-            goto Broken;
-        if ((c->unsent_head = q->_next) == NULL)
-            c->unsent_tail = &c->unsent_head;
-        q->_state = QUERY_SENT;
-        c->nunsent--;
-        sent++;
-        push(c, ENTRY_QUERY, 0, q);
-        same_request = (q->flags & PREON_DB_MORE) != 0;
-        continues = same_request && !(q->flags & PREON_DB_OWN_SYNC);
-        if (continues || shared) {
-            sync_owed = 1;
-            open_shared = shared;
-        } else {
-            if (send_sync(c) != 0)
-                goto Broken;
-            sync_owed = 0;
-        }
-    }
-    if (sync_owed && send_sync(c) != 0)
-        goto Broken;
-    if (c->ring_count > before) {
-        /* One batch out: the next one accumulates until this one's last Sync is answered, if the depth says so. */
-        c->ring[(c->ring_head + c->ring_count - 1) % c->ring_cap].ends_send = 1;
-        c->sends_in_flight++;
-    }
-    if (corked)
-        cork(c, 0);
-    flush(c);
-    return;
-
-Broken:
-    preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
 }

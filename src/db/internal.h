@@ -110,7 +110,13 @@ struct st_preon_db_pool_t {
     int closed; /* preon_db_pool_close ran: submits are refused, the counters stay readable */
 };
 
-/* conn.c */
+/* The loop's time in ms, as every timer of the db layer counts it. */
+static inline uint64_t preon_db_conn_now_ms(const preon_db_conn_t *c)
+{
+    return h2o_now(c->pool->loop);
+}
+
+/* conn.c: connecting, the socket, failing everything */
 void preon_db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, unsigned index);
 void preon_db_conn_dispose(preon_db_conn_t *c);
 void preon_db_conn_connect(preon_db_conn_t *c);
@@ -125,6 +131,14 @@ void preon_db_conn_connect_timed_out(preon_db_conn_t *c);
 uint64_t preon_db_conn_head_since(const preon_db_conn_t *c);
 /** When the oldest query the connection holds unanswered was submitted (preon_now_ns); 0 when it holds none. */
 uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c);
+/** Flushes what libpq holds; waits for writability if the socket is full; fails the connection if it broke. */
+void preon_db_conn_flush(preon_db_conn_t *c);
+
+/* pipeline.c: what flows through a ready connection */
+/** Records one thing handed to libpq, in the order its answer will come. */
+void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_query_t *q);
+/** Takes every result libpq can give without blocking and hands each to its entry; returns how many it took. */
+size_t preon_db_conn_read_results(preon_db_conn_t *c);
 /** Hands at most about `cap` unsent queries (whole requests; 0: all) to libpq, with their Syncs, and flushes. */
 void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap);
 
@@ -139,12 +153,14 @@ const char *const *preon_db_target_values_from(const preon_db_target_t *t, unsig
 unsigned preon_db_target_position(const preon_db_target_t *t, unsigned start, const char *host, const char *port);
 
 /* pool.c */
-/** Completes `q` through its on_error callback, keeping the pool's count right. */
-void preon_db_pool_fail_query(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail);
-/** Completes `q` with rows. */
-void preon_db_pool_finish_query(preon_db_pool_t *pool, preon_db_query_t *q, const PGresult *res);
-/** Queues `q` again after its batch was aborted by a neighbour; fails it if no connection is ready. */
-void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q);
+/** Not an error: the query is to be sent again, alone (its batch was aborted by a neighbour). db layer only. */
+#define PREON_DB_RESEND 1
+/**
+ * The one way a connection hands a query back to its pool: `err` 0 completes it with `res` (borrowed) through
+ * on_result, PREON_DB_RESEND queues it again alone (or fails it if no connection is ready), anything else completes it
+ * through on_error with `detail` (NULL: the code's message). The pool counts its outcome and time.
+ */
+void preon_db_pool_done(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail, const PGresult *res);
 /** Makes sure the end-of-pass flush will run. */
 void preon_db_pool_arm_flush(preon_db_pool_t *pool);
 

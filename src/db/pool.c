@@ -184,11 +184,12 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
     return 0;
 }
 
-void preon_db_pool_resend(preon_db_pool_t *pool, preon_db_query_t *q)
+/* Queues `q` again, alone, after its batch was aborted by a neighbour; fails it if no connection is ready. */
+static void resend(preon_db_pool_t *pool, preon_db_query_t *q)
 {
     preon_db_conn_t *c = pool->closed ? NULL : pick(pool);
     if (c == NULL) {
-        preon_db_pool_fail_query(pool, q, pool->closed ? PREON_ESHUTDOWN : PREON_ENOTCONN, "no connection for the retry");
+        preon_db_pool_done(pool, q, pool->closed ? PREON_ESHUTDOWN : PREON_ENOTCONN, "no connection for the retry", NULL);
         return;
     }
     q->flags &= ~PREON_DB_MORE; /* alone now: the queries behind it are not its request's */
@@ -209,22 +210,23 @@ static void account(preon_db_pool_t *pool, preon_db_query_t *q, preon_db_outcome
     preon_hist_observe(&pool->counters->durations[q->stmt], preon_now_ns() - q->_queued_ns);
 }
 
-void preon_db_pool_fail_query(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail)
+void preon_db_pool_done(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail, const PGresult *res)
 {
-    account(pool, q,
-            err == PREON_EDB         ? PREON_DB_OUTCOME_ERROR
-            : err == PREON_ECONFLICT ? PREON_DB_OUTCOME_CONFLICT
-            : err == PREON_ERETRY    ? PREON_DB_OUTCOME_RETRY
-            : err == PREON_ETIMEDOUT ? PREON_DB_OUTCOME_TIMEOUT
-            : err == PREON_ECONNLOST ? PREON_DB_OUTCOME_CONNLOST
-                                     : PREON_DB_OUTCOME_NOTSENT);
-    q->on_error(q, err, detail != NULL ? detail : preon_strerror(err));
-}
-
-void preon_db_pool_finish_query(preon_db_pool_t *pool, preon_db_query_t *q, const PGresult *res)
-{
-    account(pool, q, PREON_DB_OUTCOME_OK);
-    q->on_result(q, (const preon_db_result_t *)res);
+    if (err == PREON_DB_RESEND) {
+        resend(pool, q);
+    } else if (err == 0) {
+        account(pool, q, PREON_DB_OUTCOME_OK);
+        q->on_result(q, (const preon_db_result_t *)res);
+    } else {
+        account(pool, q,
+                err == PREON_EDB         ? PREON_DB_OUTCOME_ERROR
+                : err == PREON_ECONFLICT ? PREON_DB_OUTCOME_CONFLICT
+                : err == PREON_ERETRY    ? PREON_DB_OUTCOME_RETRY
+                : err == PREON_ETIMEDOUT ? PREON_DB_OUTCOME_TIMEOUT
+                : err == PREON_ECONNLOST ? PREON_DB_OUTCOME_CONNLOST
+                                         : PREON_DB_OUTCOME_NOTSENT);
+        q->on_error(q, err, detail != NULL ? detail : preon_strerror(err));
+    }
 }
 
 void preon_db_counters_collect(const preon_db_counters_t *c, uint64_t (*queries)[PREON_DB_OUTCOMES], preon_hist_t *durations)

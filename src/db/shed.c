@@ -141,6 +141,6 @@ void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns)
     while (out != NULL) {
         preon_db_query_t *q = out;
         out = q->_next;
-        preon_db_pool_fail_query(c->pool, q, q->_state == QUERY_CANCELED ? PREON_ECANCELED : PREON_EOVERLOADED, NULL);
+        preon_db_pool_done(c->pool, q, q->_state == QUERY_CANCELED ? PREON_ECANCELED : PREON_EOVERLOADED, NULL, NULL);
     }
 }
