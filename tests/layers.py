@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The module boundaries of docs/architecture.md, checked from the #include lines (transitively):
+"""The module boundaries of docs/architecture.md, checked from the #include lines (transitively). The folders of src/
+are the build's layers (base, config, db, server, service; main.c on top), each with its own headers beside its
+sources; include/preon/ holds what crosses a boundary:
 
-  - the observers (src/observe.c) include neither the server nor the service nor the application;
-  - the server (src/server.c) runs a service through include/preon/service.h and never includes the application
-    (include/preon/app.h);
-  - the service (src/handlers/, include/preon/app.h and service.h) reaches neither the server's header nor its
-    thread struct (src/thread.h): include/preon/service.h is its only way in;
-  - only src/db/ includes libpq-fe.h, only src/config.c yaml.h;
+  - the observers (src/server/observe.c) include neither the server's nor the service's headers;
+  - the server (src/server/server.c) runs a service through include/preon/service.h and never includes the service's
+    headers (include/preon/app.h, src/service/handlers.h);
+  - the service (src/service/) reaches neither the server's header nor its thread struct (src/server/thread.h):
+    include/preon/service.h and dbreq.h are its only way in;
+  - only src/db/ includes libpq-fe.h, only src/config/ yaml.h;
+  - a folder's own headers are included from that folder alone (tests aside);
+  - every header of include/preon/ is included from at least two folders of src/ (else it belongs beside its sources);
   - no two headers include each other, directly or through others.
 
   tests/layers.py [REPO]     prints every violation; exit 1 if any
@@ -19,16 +23,26 @@ import sys
 import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+SERVICE_PRIVATE = ("handlers.h", "body.h", "params.h", "template.h")
 RULES = [  # (file, headers its include closure must not reach)
-    ("src/observe.c", ("preon/server.h", "preon/service.h", "preon/app.h")),
-    ("include/preon/observe.h", ("preon/server.h", "preon/service.h", "preon/app.h")),
-    ("src/server.c", ("preon/app.h",)),
+    ("src/server/observe.c", ("preon/server.h", "preon/service.h", "preon/app.h") + SERVICE_PRIVATE),
+    ("src/server/observe.h", ("preon/server.h", "preon/service.h", "preon/app.h") + SERVICE_PRIVATE),
+    ("src/server/server.c", ("preon/app.h",) + SERVICE_PRIVATE),
     ("include/preon/server.h", ("preon/app.h",)),
     ("include/preon/service.h", ("preon/server.h", "thread.h", "preon/app.h")),
+    ("include/preon/dbreq.h", ("preon/server.h", "thread.h", "preon/app.h")),
     ("include/preon/app.h", ("preon/server.h", "thread.h")),
+    ("src/service/handlers.h", ("preon/server.h", "thread.h")),
 ]
-SERVICE_DIR, SERVICE_BANNED = "src/handlers", ("preon/server.h", "thread.h")  # every file of the service
-ONLY = {"libpq-fe.h": "src/db/", "yaml.h": "src/config.c"}  # a library's header: who alone may include it
+SERVICE_DIR, SERVICE_BANNED = "src/service", ("preon/server.h", "thread.h", "cpus.h", "observe.h", "internal.h")
+ONLY = {"libpq-fe.h": "src/db/", "yaml.h": "src/config/"}  # a library's header: who alone may include it
+LAYERS = ("src/base", "src/config", "src/db", "src/server", "src/service", "src")  # src: main.c
+
+
+def layer_of(path):
+    """The folder of src/ a file belongs to, or None."""
+    d = os.path.dirname(path)
+    return d if d in LAYERS else None
 
 
 def includes(root, path):
@@ -36,20 +50,28 @@ def includes(root, path):
         return INCLUDE.findall(f.read())
 
 
-def header_path(root, name):
-    """include/NAME when it is one of ours, else None (a system or library header)."""
+def header_path(root, name, frm=None):
+    """include/NAME when it is one of ours, else NAME beside the including file `frm` (a folder's own header), else
+    None (a system or library header)."""
     p = os.path.join("include", name)
-    return p if os.path.isfile(os.path.join(root, p)) else None
+    if os.path.isfile(os.path.join(root, p)):
+        return p
+    if frm is not None:
+        p = os.path.normpath(os.path.join(os.path.dirname(frm), name))
+        if os.path.isfile(os.path.join(root, p)):
+            return p
+    return None
 
 
 def closure(root, path):
     """Every header `path` reaches through #include, ours and others', by name."""
     seen, todo = set(), [path]
     while todo:
-        for name in includes(root, todo.pop()):
+        frm = todo.pop()
+        for name in includes(root, frm):
             if name not in seen:
                 seen.add(name)
-                p = header_path(root, name)
+                p = header_path(root, name, frm)
                 if p:
                     todo.append(p)
     return seen
@@ -81,6 +103,32 @@ def cycle(root, headers):
     return None
 
 
+def sources_of(root):
+    out = []
+    for top in ("src", "include"):
+        for d, _, files in os.walk(os.path.join(root, top)):
+            out += [os.path.relpath(os.path.join(d, f), root) for f in files if f.endswith((".c", ".h"))]
+    return sorted(out)
+
+
+def placement(root, sources):
+    """A folder's own header included from another folder; a public header only one folder uses."""
+    out, users = [], {}
+    for path in sources:
+        for name in includes(root, path):
+            p = header_path(root, name, path)
+            if p is not None and not p.startswith("include" + os.sep) and os.path.dirname(p) != os.path.dirname(path):
+                out.append("%s includes %s, another folder's own header" % (path, p))
+        if layer_of(path):  # what the folder uses, through any of its files' includes
+            for name in closure(root, path):
+                users.setdefault(os.path.join("include", name), set()).add(layer_of(path))
+    for p in sorted(q for q in sources if q.startswith("include" + os.sep) and q.endswith(".h")):
+        folders = users.get(p, set())
+        if len(folders) < 2:
+            out.append("%s is used only in %s: it belongs beside its sources" % (p, ", ".join(sorted(folders)) or "no folder"))
+    return out
+
+
 def violations(root):
     out = []
     service = []
@@ -90,14 +138,12 @@ def violations(root):
         if os.path.isfile(os.path.join(root, path)):
             reached = closure(root, path)
             out += ["%s reaches %s" % (path, b) for b in banned if b in reached]
-    sources = []
-    for top in ("src", "include"):
-        for d, _, files in os.walk(os.path.join(root, top)):
-            sources += [os.path.relpath(os.path.join(d, f), root) for f in files if f.endswith((".c", ".h"))]
-    for path in sorted(sources):
+    sources = sources_of(root)
+    for path in sources:
         for name in includes(root, path):
             if name in ONLY and not path.startswith(ONLY[name]):
                 out.append("%s includes %s (only %s may)" % (path, name, ONLY[name]))
+    out += placement(root, sources)
     headers = sorted(os.path.relpath(p, "include") for p in sources if p.startswith("include" + os.sep))
     c = cycle(root, headers)
     if c:
@@ -108,17 +154,21 @@ def violations(root):
 def self_test():
     """A made-up tree with one violation of each rule: each must be reported, and the clean tree not at all."""
     files = {"include/preon/server.h": '#include "preon/service.h"\n', "include/preon/service.h": "",
-             "include/preon/app.h": '#include "preon/service.h"\n', "include/preon/observe.h": "",
-             "include/preon/db.h": "", "src/server.c": '#include "preon/server.h"\n',
-             "src/observe.c": '#include "preon/observe.h"\n', "src/db/conn.c": "#include <libpq-fe.h>\n",
-             "src/config.c": "#include <yaml.h>\n"}
-    bad = [("src/observe.c", '#include "preon/db.h"\n#include "preon/app.h"\n', "src/observe.c reaches preon/app.h"),
-           ("src/server.c", '#include "preon/app.h"\n', "src/server.c reaches preon/app.h"),
-           ("src/body.c", "#include <libpq-fe.h>\n", "src/body.c includes libpq-fe.h"),
-           ("src/log.c", "#include <yaml.h>\n", "src/log.c includes yaml.h"),
-           ("src/handlers/x.c", '#include "thread.h"\n', "src/handlers/x.c reaches thread.h"),
+             "include/preon/app.h": '#include "preon/service.h"\n', "src/server/observe.h": "",
+             "include/preon/db.h": "", "src/server/server.c": '#include "preon/server.h"\n#include "preon/db.h"\n',
+             "src/server/observe.c": '#include "observe.h"\n', "src/db/conn.c": "#include <libpq-fe.h>\n",
+             "src/config/config.c": "#include <yaml.h>\n", "src/server/thread.h": "",
+             "src/main.c": '#include "preon/server.h"\n#include "preon/app.h"\n',
+             "src/service/routes.c": '#include "preon/service.h"\n#include "preon/app.h"\n#include "preon/db.h"\n'}
+    bad = [("src/server/observe.c", '#include "preon/db.h"\n#include "preon/app.h"\n',
+            "src/server/observe.c reaches preon/app.h"),
+           ("src/server/server.c", '#include "preon/app.h"\n', "src/server/server.c reaches preon/app.h"),
+           ("src/service/body.c", "#include <libpq-fe.h>\n", "src/service/body.c includes libpq-fe.h"),
+           ("src/base/log.c", "#include <yaml.h>\n", "src/base/log.c includes yaml.h"),
+           ("src/service/x.c", '#include "../server/thread.h"\n', "another folder's own header"),
            ("include/preon/app.h", '#include "preon/server.h"\n', "include/preon/app.h reaches preon/server.h"),
-           ("include/preon/db.h", '#include "preon/observe.h"\n', None)]
+           ("src/main.c", '#include "preon/server.h"\n', "include/preon/app.h is used only in src/service"),
+           ("include/preon/db.h", '#include "../../src/server/observe.h"\n', None)]
     with tempfile.TemporaryDirectory() as root:
         def write(path, text):
             os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
@@ -130,10 +180,13 @@ def self_test():
         for path, text, expect in bad:
             write(path, text)
             found = violations(root)
-            assert any(expect in v for v in found) if expect else found == [], (path, found)
-            write(path, files.get(path, ""))
-        write("include/preon/observe.h", '#include "preon/db.h"\n')
-        write("include/preon/db.h", '#include "preon/observe.h"\n')
+            assert any(expect in v for v in found) if expect else found != [], (path, found)
+            if path in files:
+                write(path, files[path])
+            else:
+                os.unlink(os.path.join(root, path))
+        write("include/preon/service.h", '#include "preon/db.h"\n')
+        write("include/preon/db.h", '#include "preon/service.h"\n')
         assert any(v.startswith("include cycle: preon/") for v in violations(root)), violations(root)
     print("self-test: every rule caught its violation")
 

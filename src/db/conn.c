@@ -8,7 +8,7 @@
 #include <openssl/ssl.h>
 #include "preon/alloc.h"
 #include "preon/assert.h"
-#include "db/internal.h"
+#include "internal.h"
 #include "preon/errors.h"
 #include "preon/log.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "preon/alloc.h"
 #include "preon/assert.h"
-#include "db/internal.h"
+#include "internal.h"
 #include "preon/errors.h"
 #include "preon/log.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
-#include "db/internal.h"
+#include "internal.h"
 
 /* preon_db_result_t is a PGresult under another name, so that handlers need not include libpq-fe.h. */
 

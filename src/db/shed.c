@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "preon/assert.h"
-#include "db/internal.h"
+#include "internal.h"
 #include "preon/errors.h"
 
 /*

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "preon/alloc.h"
-#include "db/internal.h"
+#include "internal.h"
 #include "preon/conninfo.h"
 #include "preon/errors.h"
 #include "preon/log.h"

@@ -28,7 +28,7 @@ from harness import SANITIZER_MARKS, WRAPPER  # noqa: E402
 DRIVE = os.environ.get("PREON_POOLDRIVE", "")
 # valgrind runs the driver some 20-50 times slower: time bounds and timeouts stretch by this factor
 SLOW = 10 if WRAPPER else 1
-# A line written by preon's logger (src/log.c): RFC 3339 time with ms, the level padded to 5, the message.
+# A line written by preon's logger (src/base/log.c): RFC 3339 time with ms, the level padded to 5, the message.
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (error|warn |info |debug) \S")
 OUTCOME_OF = {"OK": "ok", "EDB": "error", "ECONFLICT": "conflict", "ETIMEDOUT": "timeout", "ECONNLOST": "connection_lost",
               "ENOTCONN": "not_sent", "ESHUTDOWN": "not_sent", "ERETRY": "retry"}

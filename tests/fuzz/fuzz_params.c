@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "preon/body.h"
-#include "preon/params.h"
+#include "body.h"
+#include "params.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "preon/app.h"
+#include "handlers.h"
 #include "preon/errors.h"
 #include "preon/router.h"
 

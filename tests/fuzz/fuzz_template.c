@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "preon/template.h"
+#include "template.h"
 
 typedef struct {
     const char *value;

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "preon/body.h"
+#include "body.h"
 #include "preon/errors.h"
 
 static void expect_ok(const char *body, const char *name)

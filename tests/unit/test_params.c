@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "preon/errors.h"
-#include "preon/params.h"
+#include "params.h"
 
 static int parse(const char *s, int32_t *out)
 {

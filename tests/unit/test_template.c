@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "preon/rand.h"
-#include "preon/template.h"
+#include "template.h"
 
 typedef struct {
     const char *items[3];

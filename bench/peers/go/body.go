@@ -43,7 +43,7 @@ func pathID(c *gin.Context) (int32, bool) {
 	return int32(n), true
 }
 
-// bodyName checks the body of POST and PUT as preon does (src/body.c), with its messages; answers 415 or 400
+// bodyName checks the body of POST and PUT as preon does (src/service/body.c), with its messages; answers 415 or 400
 // itself when it is not {"name":"..."}.
 func bodyName(c *gin.Context) (string, bool) {
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))

@@ -15,7 +15,7 @@ import java.util.Iterator;
 import java.util.Locale;
 
 /**
- * The body of POST /fruits and PUT /fruits/{id}, checked as preon checks it (src/body.c), with its messages:
+ * The body of POST /fruits and PUT /fruits/{id}, checked as preon checks it (src/service/body.c), with its messages:
  * valid UTF-8, a JSON object, no field but "name" (and an ignored "id"), "name" a non-empty string of at most
  * 255 characters without NUL. A Content-Type other than application/json[;…] is a 415.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 package peer;
 
-/** The {id} of /fruits/{id}, checked as preon checks it (src/params.c): a decimal integer in 1..2147483647. */
+/** The {id} of /fruits/{id}, checked as preon checks it (src/service/params.c): a decimal integer in 1..2147483647. */
 public final class FruitId {
     private FruitId() {
     }

@@ -12,10 +12,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "preon/alloc.h"
-#include "preon/cpus.h"
+#include "cpus.h"
 #include "preon/errors.h"
 #include "preon/log.h"
-#include "preon/observe.h"
+#include "observe.h"
 #include "preon/reply.h"
 #include "preon/router.h"
 #include "preon/server.h"
@@ -323,7 +323,7 @@ static void *thread_main(void *arg)
     preon_thread_t *thr = arg;
     preon_log_attach();
 #ifdef PREON_NORECYCLE
-    h2o_socket_buffer_prototype.allocator.max = 0; /* sanitizer builds: see src/norecycle.c */
+    h2o_socket_buffer_prototype.allocator.max = 0; /* sanitizer builds: see src/server/norecycle.c */
 #endif
     h2o_socket_read_start(thr->listener, on_accept);
     /* Until the stop message: serve. Then until nothing waits on the database and no request has come for a

@@ -2,7 +2,7 @@
 #ifndef PREON_THREAD_H
 #define PREON_THREAD_H
 
-/* The server's own: what one event-loop thread owns. Private to the server (src/server.c, src/dbreq.c): the service
+/* The server's own: what one event-loop thread owns. Private to the server (src/server/server.c, src/server/dbreq.c): the service
  * sees none of it (include/preon/service.h is its way in). */
 #include <h2o.h>
 #include <pthread.h>

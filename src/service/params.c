@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 #include <string.h>
-#include "preon/params.h"
+#include "params.h"
 #include "preon/errors.h"
 
 int preon_parse_id(const char *s, size_t len, int32_t *out, char *err, size_t errlen)

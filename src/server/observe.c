@@ -9,7 +9,7 @@
 #include "preon/alloc.h"
 #include "preon/json.h"
 #include "preon/log.h"
-#include "preon/observe.h"
+#include "observe.h"
 #include "preon/reply.h"
 #include "preon/router.h"
 #include "preon/sink.h"

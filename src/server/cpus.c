@@ -2,7 +2,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include "preon/cpus.h"
+#include "cpus.h"
 
 /* How many event loops server.threads: 0 means: the CPUs this process may really use, which in a container is
  * less than the machine has (docker --cpus sets a CFS quota, not an affinity mask). */

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "preon/alloc.h"
-#include "preon/app.h"
+#include "handlers.h"
 #include "preon/errors.h"
 #include "preon/reply.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "preon/alloc.h"
-#include "preon/template.h"
+#include "template.h"
 
 /* A compiled template is a flat list of operations over one copy of the source text. */
 typedef enum { OP_TEXT, OP_VAR, OP_RAW, OP_SECTION, OP_END } op_kind_t;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 #include <stdlib.h>
-#include "preon/app.h"
-#include "preon/body.h"
+#include "handlers.h"
+#include "body.h"
 #include "preon/errors.h"
 #include "preon/json.h"
-#include "preon/params.h"
+#include "params.h"
 #include "preon/reply.h"
 
 /* What a fruits query leaves for on_done: the JSON answer, already written into the request's pool, the row's id

@@ -2,10 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "preon/alloc.h"
-#include "preon/app.h"
+#include "handlers.h"
 #include "preon/errors.h"
 #include "preon/json.h"
-#include "preon/params.h"
+#include "params.h"
 #include "preon/reply.h"
 
 /*

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include "preon/body.h"
+#include "body.h"
 #include "preon/errors.h"
 
 int preon_is_json_media_type(const char *v, size_t len)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "preon/app.h"
+#include "handlers.h"
 #include "preon/reply.h"
 
 /* GET /hello: the 5-byte answer the published Quarkus and Spring services give. */

@@ -5,6 +5,7 @@
 #include "preon/assert.h"
 #include "preon/errors.h"
 #include "preon/reply.h"
+#include "preon/dbreq.h"
 #include "preon/service.h"
 #include "thread.h"
 

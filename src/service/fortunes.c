@@ -2,13 +2,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "preon/app.h"
+#include "handlers.h"
 #include "preon/reply.h"
-#include "preon/template.h"
+#include "template.h"
 
 /*
  * /fortunes: every Fortune row plus one added at request time, sorted by message, rendered through the template
- * src/templates/fortunes.mustache (compiled into the binary, parsed once at start-up) with every message
+ * src/service/templates/fortunes.mustache (compiled into the binary, parsed once at start-up) with every message
  * HTML-escaped by the template engine.
  */
 extern const char preon_template_fortunes[];
@@ -21,7 +21,7 @@ int preon_fortunes_init(char *err, size_t errlen)
     char why[128];
     fortunes_template = preon_template_compile(preon_template_fortunes, preon_template_fortunes_len, why, sizeof(why));
     if (fortunes_template == NULL) {
-        snprintf(err, errlen, "src/templates/fortunes.mustache: %s", why);
+        snprintf(err, errlen, "src/service/templates/fortunes.mustache: %s", why);
         return -1;
     }
     return 0;
