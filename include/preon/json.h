@@ -23,6 +23,9 @@ int preon_json_string(preon_sink_t *out, const char *s, size_t len);
 /** Appends `v` in decimal. */
 void preon_json_int(preon_sink_t *out, long long v);
 
+/** Writes `v` in decimal and a NUL into `buf` (at least 21 bytes); returns the length without the NUL. */
+size_t preon_format_int(char *buf, long long v);
+
 /** Appends one fruit row, {"id":id,"name":name}; returns -1, with nothing appended, if `name` is not valid UTF-8. */
 int preon_json_fruit(preon_sink_t *out, long long id, const char *name, size_t len);
 

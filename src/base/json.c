@@ -87,11 +87,28 @@ int preon_json_string(preon_sink_t *out, const char *s, size_t len)
     return 0;
 }
 
+size_t preon_format_int(char *buf, long long v)
+{
+    /* Digits backwards into a scratch, then copied: no printf machinery (a third of /db's libc instructions). */
+    char tmp[24];
+    size_t n = 0, len = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        buf[len++] = '-';
+    while (n > 0)
+        buf[len++] = tmp[--n];
+    buf[len] = '\0';
+    return len;
+}
+
 void preon_json_int(preon_sink_t *out, long long v)
 {
     char buf[24];
-    int n = snprintf(buf, sizeof(buf), "%lld", v);
-    preon_sink_append(out, buf, (size_t)n);
+    preon_sink_append(out, buf, preon_format_int(buf, v));
 }
 
 int preon_json_fruit(preon_sink_t *out, long long id, const char *name, size_t len)

@@ -47,13 +47,28 @@ void preon_tfb_json(h2o_req_t *req, h2o_iovec_t param)
     preon_reply_text(req, 200, H2O_STRLIT("application/json"), body.buf, body.len);
 }
 
-/* The rows of /db, /queries and /updates: ids chosen up front, numbers as read (then as written). */
+/* The rows of /db, /queries and /updates: ids chosen up front, numbers as read (then as written). Sized to the
+ * request (a dbreq's data is zeroed: 4 KB for every /db when it was sized for 500 rows). */
 typedef struct {
     int n;
-    int single; /* /db answers an object, the others an array */
-    int32_t id[MAX_QUERIES];
-    int32_t number[MAX_QUERIES];
+    int single;                      /* /db answers an object, the others an array */
+    int32_t *id, *number, storage[]; /* id and number point into storage: n of each */
 } worlds_t;
+
+static size_t worlds_size(int n)
+{
+    return sizeof(worlds_t) + 2 * (size_t)n * sizeof(int32_t);
+}
+
+static worlds_t *worlds_init(preon_dbreq_t *r, int n, int single)
+{
+    worlds_t *w = preon_dbreq_data(r);
+    w->n = n;
+    w->single = single;
+    w->id = w->storage;
+    w->number = w->storage + n;
+    return w;
+}
 
 static void on_world(preon_dbreq_t *r, size_t index, const preon_db_result_t *res)
 {
@@ -94,15 +109,13 @@ static const preon_dbreq_ops_t worlds_ops = {.on_result = on_world, .on_done = o
 /* Queries n random World rows, each by its own statement, all in one pipeline write. */
 static void read_worlds(preon_app_thread_t *thr, h2o_req_t *req, int n, int single, const preon_dbreq_ops_t *ops)
 {
-    preon_dbreq_t *r = preon_dbreq_create(req, (size_t)n, sizeof(worlds_t), ops);
-    worlds_t *w = preon_dbreq_data(r);
-    w->n = n;
-    w->single = single;
+    preon_dbreq_t *r = preon_dbreq_create(req, (size_t)n, worlds_size(n), ops);
+    worlds_t *w = worlds_init(r, n, single);
     for (int i = 0; i < n; i++) {
-        char text[16];
+        char text[24];
         const char *params[] = {text};
         w->id[i] = (int32_t)preon_rand_range(&thr->rand, PREON_WORLD_ROWS);
-        snprintf(text, sizeof(text), "%d", (int)w->id[i]);
+        preon_format_int(text, w->id[i]);
         preon_dbreq_set(r, (size_t)i, PREON_STMT_WORLD_BY_ID, 0, 1, params);
     }
     preon_dbreq_run(r);
@@ -140,9 +153,13 @@ static void int_array(char *buf, size_t cap, const int32_t *v, int n, int stride
 {
     size_t len = 0;
     buf[len++] = '{';
-    for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? "," : "", (int)v[i * stride]);
-    snprintf(buf + len, cap - len, "}");
+    for (int i = 0; i < n && len + 24 < cap; i++) {
+        if (i > 0)
+            buf[len++] = ',';
+        len += preon_format_int(buf + len, v[i * stride]);
+    }
+    buf[len++] = '}';
+    buf[len] = '\0';
 }
 
 /* /updates, first step done: every row was read. Give each a new number and write them all in one statement. */
@@ -173,9 +190,10 @@ static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
     int_array(numbers, sizeof(numbers), &pairs[0][1], n, 2);
     const char *params[] = {ids, numbers};
 
-    preon_dbreq_t *wr = preon_dbreq_create(req, 1, sizeof(worlds_t), &write_ops);
+    preon_dbreq_t *wr = preon_dbreq_create(req, 1, worlds_size(w->n), &write_ops);
     preon_dbreq_continue(wr, r);
-    memcpy(preon_dbreq_data(wr), w, sizeof(*w));
+    worlds_t *ww = worlds_init(wr, w->n, w->single);
+    memcpy(ww->storage, w->storage, 2 * (size_t)w->n * sizeof(int32_t));
     preon_dbreq_set(wr, 0, PREON_STMT_WORLD_UPDATE, PREON_DB_WRITE, 2, params);
     preon_dbreq_run(wr);
 }
