@@ -169,9 +169,12 @@ static void settle(preon_db_conn_t *c)
     segment_t seg = c->seg;
     memset(&c->seg, 0, sizeof(c->seg));
     PGresult *sync_err = seg.sync_err;
-    const char *aborted = c->prepare_error[0] != '\0' ? c->prepare_error : "aborted by an earlier error in its pipeline";
-    char aborted_why[sizeof(c->prepare_error)];
-    snprintf(aborted_why, sizeof(aborted_why), "%s", aborted);
+    /* Why an aborted query failed, copied (a callback below may change the connection) only when there is more to say
+     * than the usual: this runs at every Sync. */
+    char prepare_error[sizeof(c->prepare_error)];
+    const char *aborted_why = "aborted by an earlier error in its pipeline";
+    if (c->prepare_error[0] != '\0')
+        aborted_why = memcpy(prepare_error, c->prepare_error, sizeof(prepare_error));
     preon_db_query_t *list = c->done_head;
     c->done_head = NULL;
     c->done_tail = &c->done_head;
