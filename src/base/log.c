@@ -85,6 +85,7 @@ static int drain(ring_t *r)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    long idle_ms = 1;
     for (;;) {
         int busy = 0, stop = __atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE);
         /* The mutex guards the list only: writes happen outside it, so that a stderr that blocks never holds
@@ -110,9 +111,13 @@ static void *writer_main(void *arg)
         if (stop && !busy)
             return NULL;
         if (!busy) {
-            /* The writer is not an event loop: a short sleep is how it waits for lines. */
-            struct timespec ts = {0, 5 * 1000 * 1000};
+            /* The writer is not an event loop: a short sleep is how it waits for lines, 5 ms while lines come, longer
+             * (up to 40 ms) while none do, so that an idle server does not wake 200 times a second for nothing. */
+            idle_ms = idle_ms < 5 ? 5 : idle_ms < 40 ? idle_ms * 2 : 40;
+            struct timespec ts = {0, idle_ms * 1000 * 1000};
             nanosleep(&ts, NULL);
+        } else {
+            idle_ms = 1;
         }
     }
 }
