@@ -43,8 +43,11 @@ static void on_reload(void)
     char err[512], changed[512];
     preon_config_init(&next);
     if (load(&next, config_path, err, sizeof(err)) != 0) {
+        next.database.connections_per_thread = running->database.connections_per_thread; /* not compared below */
         preon_log_warn("SIGHUP: configuration not reloaded, the running settings stay: %s", err);
     } else {
+        char why[160];
+        (void)preon_config_choose_connections(&next, preon_server_threads(&next), why, sizeof(why)); /* as at start */
         preon_log_configure((preon_log_level_t)next.log.level, (preon_log_format_t)next.log.format, next.log.access);
         preon_log_info("SIGHUP: reloaded %s: log.level %s, log.access %s", config_path != NULL ? config_path : "(no file)",
                        preon_log_level_names[next.log.level], next.log.access ? "true" : "false");
@@ -142,8 +145,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    char chosen[160];
+    unsigned threads = preon_server_threads(&cfg);
+    int per_thread = preon_config_choose_connections(&cfg, threads, chosen, sizeof(chosen));
     if (check) {
         printf("# %s: valid\n", path != NULL ? path : "(built-in defaults)");
+        printf("# server.threads: %u (%s)\n", threads, cfg.server.threads != 0 ? "set" : "one per usable CPU");
+        printf("# database.connections_per_thread: %d (%s)\n", per_thread, chosen);
         preon_config_print(&cfg, stdout);
         preon_db_target_destroy(target);
         preon_db_target_destroy(read_target);
@@ -151,6 +159,7 @@ int main(int argc, char **argv)
         return 0;
     }
     preon_log_start();
+    preon_log_info("database.connections_per_thread: %d (%s)", per_thread, chosen);
     config_path = path;
     running = &cfg;
     int rv = preon_server_run(&cfg, target, read_target, &preon_app, on_reload);

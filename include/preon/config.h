@@ -37,7 +37,7 @@ typedef struct st_preon_config_t {
     struct {
         char *url;                  /* libpq URI or key=value string; "" = libpq's PG* variables */
         char *read_url;             /* a second pool for reads (standbys); "" = none, reads go to url */
-        int connections_per_thread; /* pipelined connections each event loop owns */
+        int connections_per_thread; /* pipelined connections each event loop owns (0: chosen at start-up) */
         int max_queued;             /* queries waiting or in flight per thread before 503 */
         int max_queue_wait_ms;      /* oldest query waiting longer than this: new requests get 503 (0: no bound) */
         int query_timeout_ms;       /* query at the head of a pipeline for longer than this: 504, reconnect */
@@ -94,6 +94,12 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
  * writes "ORIGIN: what is wrong and what to set" to `err` (ORIGIN as in `origin`) and returns a negative code.
  */
 int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen);
+
+/**
+ * Resolves database.connections_per_thread 0 ("auto") for a server of `threads` event loops: about four connections in
+ * all, at least one per thread. Writes "set" or how it chose into `why`. Returns the number now in force.
+ */
+int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char *why, size_t whylen);
 
 /**
  * Fills in defaults that follow other keys, for the keys not set by hand: database.max_queue_wait_ms, when its

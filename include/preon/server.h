@@ -15,6 +15,10 @@
  * request. Call from the main thread with `cfg` fully loaded; `cfg`, `target`, `read_target` (database.read_url's,
  * or NULL) and `service` are borrowed.
  */
+/** The event loops preon_server_run starts for `cfg`: server.threads, or one per usable CPU (the affinity mask, lowered
+ * by a cgroup CPU quota). Start-up only: it may read a few small files. */
+unsigned preon_server_threads(const preon_config_t *cfg);
+
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_db_target_t *read_target,
                      const preon_service_t *service, void (*reload)(void));
 

@@ -50,7 +50,7 @@ static const config_entry_t entries[] = {
     {"server", "drain_delay_ms", T_INT, OFF(server.drain_delay_ms), 0, 3600000, NULL, "0"},
     {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
     {"database", "read_url", T_STRING, OFF(database.read_url), 0, 0, NULL, ""},
-    {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 1, 64, NULL, "1"},
+    {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 0, 64, NULL, "0"},
     {"database", "max_queued", T_INT, OFF(database.max_queued), 1, 1000000, NULL, "16384"},
     {"database", "max_queue_wait_ms", T_INT, OFF(database.max_queue_wait_ms), 0, 3600000, NULL, "1000"},
     {"database", "query_timeout_ms", T_INT, OFF(database.query_timeout_ms), 10, 3600000, NULL, "5000"},
@@ -442,6 +442,25 @@ int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen)
         return PREON_EINVAL;
     }
     return 0;
+}
+
+int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char *why, size_t whylen)
+{
+    if (cfg->database.connections_per_thread != 0) {
+        snprintf(why, whylen, "set");
+        return cfg->database.connections_per_thread;
+    }
+    /* About four backends in all, at least one per thread. A backend serves its pipeline one query at a time, and on a
+     * small machine PostgreSQL's share of the CPUs follows its number of busy backends: with one per thread a
+     * two-thread preon gave its database half the throughput it could have (docs/benchmarks.md, "The default"). On
+     * four or more threads one each is already four. */
+    unsigned t = threads != 0 ? threads : 1, n = t >= 4 ? 1 : 4 / t;
+    cfg->database.connections_per_thread = (int)n;
+    snprintf(why, whylen,
+             "auto: %u per thread for %u thread%s, %u PostgreSQL connections in all (about 4, at least 1 per "
+             "thread)",
+             n, t, t == 1 ? "" : "s", n * t);
+    return (int)n;
 }
 
 void preon_config_settle(preon_config_t *cfg)

@@ -500,12 +500,17 @@ static void join_threads(const sigset_t *set)
     }
 }
 
+unsigned preon_server_threads(const preon_config_t *cfg)
+{
+    return cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon_usable_cpus();
+}
+
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_db_target_t *read_target,
                      const preon_service_t *svc, void (*reload)(void))
 {
     char err[256];
     service = svc;
-    nthreads = cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon_usable_cpus();
+    nthreads = preon_server_threads(cfg);
     threads = preon_calloc(nthreads, sizeof(*threads));
     /* A write to a closed socket is an error return, not a death; SIGUSR1/2 have no meaning here (an operator's or a
      * supervisor's stray signal must not kill a server that answers requests). */

@@ -58,7 +58,10 @@ class HealthMetricsTest(PreonTestCase):
         self.assertEqual(count - value(before, "preon_http_request_duration_seconds_count", route="/hello"), 100)
         self.assertEqual(value(after, "preon_http_request_duration_seconds_bucket", route="/hello", le="+Inf"), count)
         self.assertGreaterEqual(value(after, "preon_db_query_duration_seconds_count", statement="fruits_page"), 7)
-        self.assertEqual(value(after, "preon_db_connections", state="ready", pool="primary"), 2)  # two threads, one connection each
+        # two threads, connections_per_thread as shipped (0: chosen at start-up, 2 each for 2 threads), by state
+        self.assertEqual(sum(value(after, "preon_db_connections", state=st, pool="primary")
+                             for st in ("ready", "connecting", "down")), 4)
+        self.assertGreaterEqual(value(after, "preon_db_connections", state="ready", pool="primary"), 2)
         self.assertEqual(value(after, "preon_db_queue_depth", pool="primary"), 0)
         self.assertGreater(value(after, "process_resident_memory_bytes"), 1 << 20)
         self.assertGreater(value(after, "process_cpu_seconds_total"), 0)

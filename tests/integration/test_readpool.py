@@ -33,7 +33,7 @@ class ReadPoolTest(unittest.TestCase):
         return pg_url() + "?options=-csearch_path%3Dreadside"
 
     def test_reads_on_read_pool_writes_on_primary(self):
-        with Preon(database_read_url=self.read_url()).start() as p:
+        with Preon(database_read_url=self.read_url(), database_connections_per_thread=1).start() as p:
             # until both threads' read connections are up, reads fall back to the primary (start() saw 200 there)
             deadline = time.monotonic() + 10 * SLOW
             while p.output().count("connected (server") < 4:
@@ -60,7 +60,8 @@ class ReadPoolTest(unittest.TestCase):
         the read pool's queue, its 503s and its connections are in /metrics under pool="read", and the primary's
         under pool="primary" are untouched. Before, the scrape read only the primary pool's counters."""
         bound = 300 * SLOW
-        settings = dict(database_read_url=self.read_url(), server_threads=1, database_max_queue_wait_ms=bound,
+        settings = dict(database_read_url=self.read_url(), server_threads=1, database_connections_per_thread=1,
+                        database_max_queue_wait_ms=bound,
                         server_request_timeout_ms=60000 * SLOW, database_query_timeout_ms=60000 * SLOW)
         with Preon(**settings).start() as p:
             deadline = time.monotonic() + 10 * SLOW

@@ -35,7 +35,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.server.threads, 0);
     assert_int_equal(cfg.server.shutdown_timeout_ms, 10000);
     assert_string_equal(cfg.database.url, "");
-    assert_int_equal(cfg.database.connections_per_thread, 1);
+    assert_int_equal(cfg.database.connections_per_thread, 0); /* chosen at start-up: preon_config_choose_connections */
     assert_int_equal(cfg.database.max_queued, 16384);
     assert_int_equal(cfg.database.max_queue_wait_ms, 1000);
     assert_int_equal(cfg.database.query_timeout_ms, 5000);
@@ -237,6 +237,30 @@ static void test_queue_bounds_fit_the_largest_request(void **state)
     preon_config_dispose(&cfg);
 }
 
+/* database.connections_per_thread 0: about four connections in all, at least one per thread; a set value stays. */
+static void test_connections_chosen_for_the_threads(void **state)
+{
+    (void)state;
+    const unsigned threads[] = {1, 2, 3, 4, 16};
+    const int want[] = {4, 2, 1, 1, 1};
+    char why[160];
+    for (size_t i = 0; i < 5; i++) {
+        preon_config_t cfg;
+        preon_config_init(&cfg);
+        assert_int_equal(preon_config_choose_connections(&cfg, threads[i], why, sizeof(why)), want[i]);
+        assert_int_equal(cfg.database.connections_per_thread, want[i]);
+        assert_non_null(strstr(why, "auto:"));
+        preon_config_dispose(&cfg);
+    }
+    preon_config_t cfg;
+    char err[256] = "";
+    preon_config_init(&cfg);
+    assert_int_equal(load(&cfg, "database:\n  connections_per_thread: 1\n", err), 0);
+    assert_int_equal(preon_config_choose_connections(&cfg, 2, why, sizeof(why)), 1);
+    assert_string_equal(why, "set");
+    preon_config_dispose(&cfg);
+}
+
 /* What a reload cannot apply: every key outside log that differs, named. */
 static void test_changed_keys(void **state)
 {
@@ -303,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_queue_wait_below_request_timeout),
         cmocka_unit_test(test_queue_bounds_fit_the_largest_request),
         cmocka_unit_test(test_changed_keys),
+        cmocka_unit_test(test_connections_chosen_for_the_threads),
         cmocka_unit_test(test_print_hides_password),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
