@@ -91,7 +91,7 @@ class EdgesTest(unittest.TestCase):
         try:
             wait_for(lambda: psql("SELECT count(*) FROM pg_locks WHERE relation = 'fruits'::regclass AND "
                                   "mode = 'AccessExclusiveLock' AND granted") == "1", 30 * F, "lock on fruits")
-            with Preon(server_threads=1, server_shutdown_timeout_ms=500 * F,
+            with Preon(server_threads=1, database_connections_per_thread=1, server_shutdown_timeout_ms=500 * F,
                        server_request_timeout_ms=60000 * F).start(probe="/hello") as p:
                 wait_for(lambda: p.request("GET", "/health/ready")[0] == 200, 30 * F, "ready")
                 s = socket.create_connection(("127.0.0.1", p.port), timeout=60 * SLOW)
