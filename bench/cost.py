@@ -120,7 +120,7 @@ def throughput(args, out):
     targets = "preon,preon-c2,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m4"
     argv = [sys.executable, os.path.join(HERE, "throughput.py"), "--partition", args.partition, "--targets", targets,
             "--c1-duration", "0", "--duration", str(args.duration), "--rounds", str(args.rounds), "--out", tp_out,
-            "--tfb-h2o", args.tfb_h2o]
+            "--tfb-h2o", args.tfb_h2o_throughput or args.tfb_h2o]
     log("pinned throughput: %s" % " ".join(argv[1:]))
     if subprocess.run(argv, stdout=subprocess.DEVNULL).returncode != 0:
         return None
@@ -128,6 +128,7 @@ def throughput(args, out):
         r = json.load(f)
     med = r["variants"]["plain"]["medians"]
     return {"out": os.path.relpath(tp_out, out), "partition": r["partition"], "duration": args.duration,
+            "tfb_h2o": args.tfb_h2o_throughput or args.tfb_h2o,
             "rounds": args.rounds, "status": r["status"],
             "per_round": {k: {m: v["per_round"] for m, v in by.items()} for k, by in med.items()}}
 
@@ -135,6 +136,9 @@ def throughput(args, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tfb-h2o", default=TFB_DEFAULT, help="TFB h2o's build folder (default %(default)s)")
+    ap.add_argument("--tfb-h2o-throughput", default=None,
+                    help="another TFB h2o build for the pinned throughput only (e.g. TechEmpower's -march=native one, "
+                         "which valgrind cannot run); default --tfb-h2o's")
     ap.add_argument("--tests", default=",".join(t[0] for t in TESTS), help="subset of the test types")
     ap.add_argument("--quick", action="store_true", help="a handful of requests per run: a smoke test")
     ap.add_argument("--no-throughput", action="store_true", help="counts only")

@@ -27,6 +27,10 @@ H2O_STATIC = re.compile(r"^(h2o_|phr_|yoml_|ptls_|quicly_|on_read|on_write|on_ac
                         r"init_request|close_connection|set_timeout|reqread_|on_head|on_connect|cleanup_connection)")
 
 
+# the start routines of threads that wake on a timer rather than on requests
+TIME_DRIVEN = re.compile(r":(writer_main) \[")
+
+
 def group_of(obj, func, main_binary):
     """The report's group of a function (its object's basename; in `main_binary`, "preon" or, for a binary that
     links h2o in, "h2o" for h2o's functions and "app" for the rest)."""
@@ -100,7 +104,8 @@ def run(argv, env, port, ready_path, path, n, warmup, conns, depth, out_file, lo
 
 def per_request(small, large, n_small, n_large, main_binary, top=15):
     """Two runs' callgrind files → the cost of one request: total, self cost by group, and the top functions by
-    inclusive and by self cost (Ir per request, differences of the two runs)."""
+    inclusive and by self cost (Ir per request, differences of the two runs), and the part spent in threads that
+    wake on a timer (TIME_DRIVEN)."""
     d = float(n_large - n_small)
     i_small = annotate(small, True)
     incl = {k: (v - i_small.get(k, 0)) / d for k, v in annotate(large, True).items()}
@@ -114,5 +119,6 @@ def per_request(small, large, n_small, n_large, main_binary, top=15):
     pick = lambda table: [{"function": k, "ir": round(v, 1)} for k, v in  # noqa: E731
                           sorted(table.items(), key=lambda kv: -kv[1])[:top] if v > 0.5]
     return {"ir_per_request": (totals(large) - totals(small)) / d,
+            "time_driven": round(sum(v for k, v in incl.items() if TIME_DRIVEN.search(k)), 1),
             "by_group": {g: round(v, 1) for g, v in sorted(groups.items(), key=lambda kv: -kv[1]) if abs(v) >= 0.5},
             "top_inclusive": pick(incl), "top_self": pick(own)}
