@@ -34,16 +34,20 @@ TIME_DRIVEN = re.compile(r":(writer_main) \[")
 def group_of(obj, func, main_binary):
     """The report's group of a function (its object's basename; in `main_binary`, "preon" or, for a binary that
     links h2o in, "h2o" for h2o's functions and "app" for the rest)."""
-    obj = obj or ""
-    for frag, name in GROUPS:
-        if frag in os.path.basename(obj):
-            return name
-    if obj and os.path.realpath(obj) == os.path.realpath(main_binary):
+    obj = "" if obj in (None, "?") else obj
+    if not obj and func.startswith("./"):
+        return "libc"  # glibc's own source paths (./stdio-common/…): callgrind_annotate left the object out
+    if (obj and os.path.realpath(obj) == os.path.realpath(main_binary)) or (not obj and func.startswith("/")):
+        # the main binary's, or a function callgrind_annotate printed without its object but with a source path
+        # (TFB h2o's, built with -g): preon's or, in a binary that links h2o, h2o's or the app's by name and path
         if os.path.basename(main_binary) == "preon":
             return "preon"
         name = func.rpartition(":")[2]
         path = func.rpartition(":")[0]
-        return "h2o" if H2O_STATIC.match(name) or "/h2o/" in path or "/lib/" in path else "app"
+        return "h2o" if H2O_STATIC.match(name) or any(d in path for d in ("/h2o/", "/lib/", "/deps/")) else "app"
+    for frag, name in GROUPS:  # after the main binary: TFB's h2o-app-stocklibpq is not libpq
+        if frag in os.path.basename(obj):
+            return name
     return os.path.basename(obj) or "?"
 
 
@@ -58,7 +62,8 @@ def totals(out_file):
 
 def annotate(out_file, inclusive):
     """callgrind_annotate's table of `out_file`: {"file:function [object]": Ir}, every function (threshold 100)."""
-    argv = ["callgrind_annotate", "--threshold=100", "--inclusive=%s" % ("yes" if inclusive else "no"), out_file]
+    argv = ["callgrind_annotate", "--threshold=100", "--auto=no", "--inclusive=%s" % ("yes" if inclusive else "no"),
+            out_file]
     text = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
     out = {}
     started = False
@@ -66,6 +71,8 @@ def annotate(out_file, inclusive):
         if "file:function" in line:
             started = True
             continue
+        if started and not line.strip() and out:
+            break  # the function table ends; what follows (source annotation, "=> callee" lines) is not a function
         m = _LINE.match(line) if started else None
         if m and m.group(2) != "PROGRAM TOTALS":
             key = "%s [%s]" % (m.group(2), m.group(3) or "?")
