@@ -34,6 +34,11 @@ is preon under another name with other settings (e.g. two preon targets side by 
 ramp004 (only in --suite all; bench/scenarios/open004.py): post 004 with an open workload — users arrive at a ramping
 rate, run a 14-request read/write journey on a ~150 MB table and leave, until each target breaks; exits 3 when the
 driver fell behind.
+--partition puts the roles on CPUs of their own (bench/measure/cpus.py): the load generator (wrk, ab, the ramp004
+driver) in one set, each process target and PostgreSQL in others, the target optionally under a CPU quota; on by
+default (auto: the load on the first CPU, the rest to the target and PostgreSQL) when ramp004 runs, off otherwise
+(an image target's container is not placed: docker starts it).
+The partition, and the CPU count nproc, a JVM and Go detect in the target's set, are in every report and results.json.
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
 import argparse
@@ -47,6 +52,7 @@ import scenarios
 from measure import (HERE, REPO, Target, build_preon, free_port, log, preon_env, private_postgres_dir, results_header,
                      save)
 from measure.container import ImageTarget, docker_ready, parse_limits
+from measure.cpus import Partition
 from scenarios.open004 import driver_failures
 
 SCENARIOS = scenarios.names()
@@ -115,8 +121,9 @@ def parse_target(spec):
     return out
 
 
-def make_target(t, preon_bin, pgport, pgdir=None, build_first=True):
-    """The Target of spec `t`; its spec is kept as target.spec for the published scenarios."""
+def make_target(t, preon_bin, pgport, pgdir=None, build_first=True, partition=None):
+    """The Target of spec `t`, started inside `partition`'s target set when it is a process; its spec is kept as
+    target.spec for the published scenarios."""
     extra = dict(kv.split("=", 1) for kv in shlex.split(t.get("env", "")))  # env='KEY=value KEY2=value'
     if t.get("preon"):
         port = free_port()
@@ -134,6 +141,8 @@ def make_target(t, preon_bin, pgport, pgdir=None, build_first=True):
         binary = t.get("binary") or (first if os.path.isfile(first) else None)
         start = t["start"].replace("{cap}", "")
         target = Target(t["name"], ["sh", "-c", start], env, db_path=t["db-path"], binary=binary, url=t["url"].rstrip("/"))
+    if partition is not None and not t.get("image"):
+        target.argv = partition.wrap("target", target.argv)
     target.spec = t
     return target
 
@@ -218,11 +227,27 @@ def render(results):
     """Markdown: the run's header, then each scenario's section in the order of the registry (scenarios/)."""
     out = ["Measured %s on %d CPUs%s; targets: %s." % (results["date"], results["cpus"],
                                                        " (quick mode)" if results["quick"] else "",
-                                                       ", ".join(results["targets"]))]
+                                                       ", ".join(results["targets"])), "", partition_line(results)]
     for s in scenarios.REGISTRY.values():
         if s.name in results["scenarios"]:
             out.extend(s.render(results, s.name))
     return "\n".join(out) + "\n"
+
+
+def partition_line(results):
+    """The report's sentence on the CPU partition, with what each runtime detected in the target's set."""
+    part = results.get("partition")
+    if not part:
+        return "CPU partition: none recorded (a run from before issue 28: every role on every CPU)."
+    det = part.get("detected") or {}
+    seen = []
+    if det.get("nproc") is not None:
+        seen.append("nproc %s" % det["nproc"])
+    if det.get("java") is not None:
+        seen.append("a JVM %s" % det["java"])
+    if isinstance(det.get("go"), dict) and "NumCPU" in det["go"]:
+        seen.append("Go NumCPU %s, GOMAXPROCS %s" % (det["go"]["NumCPU"], det["go"]["GOMAXPROCS"]))
+    return "CPU partition: %s%s%s." % (part["sentence"], "; in the target's set " if seen else "", ", ".join(seen))
 
 
 def charts(results, outdir):
@@ -264,6 +289,10 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override one of the scenario parameters (e.g. rounds_n=5, rounds_s=10, rounds_conns=50,100, "
                          "limit_s=10): " + ", ".join(sorted(FULL)))
+    ap.add_argument("--partition", default=None,
+                    help="CPU sets for the roles: off, auto (the load generator on the first CPU, the target and "
+                         "PostgreSQL on the rest) or load=LIST,target=LIST,postgres=LIST[,quota=CPUS]; default auto "
+                         "when ramp004 runs, off otherwise (bench/measure/cpus.py)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
     args = ap.parse_args()
@@ -293,15 +322,24 @@ def main():
         ap.error("the limits and matrix scenarios need root for a process target (cgroups)")
     if any("image" in t for t in specs) and docker_ready():
         ap.error(docker_ready())
+    try:
+        partition = Partition.parse(args.partition or ("auto" if "ramp004" in names else "off"))
+    except ValueError as e:
+        ap.error(str(e))
     preon_bin = build_preon()
-    with private_postgres_dir("synchronous_commit = off") as (pgdir, pgport):
-        targets = [make_target(t, preon_bin, pgport, pgdir, "build" not in names) for t in specs]
+    with partition, private_postgres_dir("synchronous_commit = off") as (pgdir, pgport):
+        partition.place_postgres(pgdir)
+        targets = [make_target(t, preon_bin, pgport, pgdir, "build" not in names, partition) for t in specs]
         try:
             runner = Runner(args, targets)
+            runner.results["partition"] = partition.record(
+                partition.detect() if partition.enabled else partition.detect(("nproc",)))
+            runner.partition = partition
             runner.pgdir = pgdir
             runner.images = use_images
             runner.image_target = lambda spec, image: make_target(
-                {"name": spec["name"], "image": image, "db-path": spec.get("db-path", "/fruits")}, preon_bin, pgport)
+                {"name": spec["name"], "image": image, "db-path": spec.get("db-path", "/fruits")}, preon_bin, pgport,
+                partition=partition)
             results = runner.run(names)
         finally:
             for t in targets:

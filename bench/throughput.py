@@ -15,6 +15,7 @@ pg_stat_statements; `--variant pgss` repeats the database rows with it loaded (t
   bench/throughput.py --variant pgss               # plus the database rows with pg_stat_statements
   bench/throughput.py --tfb-h2o /tmp/anchors/tfb-h2o --go-gin bench/peers/go/run.sh
   bench/throughput.py --quick --targets preon,pgbench   # seconds, a smoke test
+  bench/throughput.py --partition auto             # wrk on CPU 0, the servers and PostgreSQL on the others
 Results: report.md and results.json in --out (default bench/results/throughput-<time>/).
 """
 import argparse
@@ -25,6 +26,7 @@ import subprocess
 from measure import (HERE, PG_SH, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
                      results_header, save, wrk)
 from measure import main_pid, rss_kb
+from measure.cpus import Partition
 from measure.throughput_report import TESTS, ms, render
 
 PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
@@ -46,9 +48,11 @@ class Http:
     def __init__(self, name, serves, make_target):
         self.name, self.serves, self.make_target, self.target = name, serves, make_target, None
         self.status = "ok"
+        self.partition = Partition.parse("off")
 
     def start(self, pgport):
         self.target = self.make_target(pgport, free_port())
+        self.target.argv = self.partition.wrap("target", self.target.argv)
         self.target.start(timeout=300)  # the Go peer builds itself on its first start
 
     def stop(self):
@@ -109,8 +113,9 @@ def build_bare(build_dir):
     return out
 
 
-def make_members(args):
-    """Every member of the table, with its status: ok, or why it is absent from this run."""
+def make_members(args, partition):
+    """Every member of the table, with its status: ok, or why it is absent from this run. Each runs inside
+    `partition`'s target set."""
     wanted = set(args.targets.split(","))
     preon_bin = build_preon() if "preon" in wanted else None
     tfb = args.tfb_h2o or TFB_DEFAULT
@@ -126,8 +131,8 @@ def make_members(args):
     def tfb_h2o(name):  # the anchor's run.sh: TechEmpower's flags, on 127.0.0.1, with -mN where asked
         def make(pg, port):
             env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pg), PGDATABASE="preon", PGUSER="postgres")
-            return Target(name, [os.path.join(tfb, "run.sh"), str(port)] + TFB_SETTINGS[name], env, port,
-                          db_path="/db", hello_path="/plaintext")
+            return Target(name, [os.path.join(tfb, "run.sh"), str(port)] + TFB_SETTINGS[name] + tfb_threads(partition),
+                          dict(env, **tfb_taskset(partition)), port, db_path="/db", hello_path="/plaintext")
         return make
 
     def go_gin(pg, port):
@@ -157,7 +162,19 @@ def make_members(args):
               "bare": None if bare or "bare" not in wanted else "not built"}
     for m in members:
         m.status = "not run" if m.name not in wanted else absent.get(m.name) or "ok"
+        m.partition = partition
     return members
+
+
+def tfb_threads(partition):
+    """TFB h2o's -t inside a partition: one thread per CPU of the target's set (run.sh's -t2 would pin a thread to
+    a CPU outside it, which h2o-app's pthread_setaffinity turns into an abort)."""
+    return ["-t%d" % len(partition.target)] if partition.enabled else []
+
+
+def tfb_taskset(partition):
+    """run.sh's own `taskset -c 0` (TechEmpower's CMD) is left out inside a partition: the set is the target's."""
+    return {"TFB_TASKSET": ""} if partition.enabled else {}
 
 
 def enable_pgss(pgdir):
@@ -240,8 +257,15 @@ def main():
                     help="pgss: also the database rows with pg_stat_statements loaded (repeatable; plain is always run)")
     ap.add_argument("--sync", default=None, help="preon's database.sync (default: config/preon.yaml's)")
     ap.add_argument("--quick", action="store_true", help="1 s per run, 1 round, no warm-up: a smoke test")
+    ap.add_argument("--partition", default="off",
+                    help="CPU sets: off (the default), auto (wrk on the first CPU, the servers and PostgreSQL on the "
+                         "rest) or load=LIST,target=LIST,postgres=LIST[,quota=CPUS] (bench/measure/cpus.py)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    try:
+        partition = Partition.parse(args.partition)
+    except ValueError as e:
+        ap.error(str(e))
     if args.quick:
         args.duration, args.c1_duration, args.rounds = 1, 1, 1
     bad = set(args.targets.split(",")) - set(MEMBERS)
@@ -249,16 +273,26 @@ def main():
         ap.error("unknown targets: %s" % ",".join(sorted(bad)))
     variants = ["plain"] + (["pgss"] if "pgss" in (args.variant or []) else [])
 
-    members = make_members(args)
+    members = make_members(args, partition)  # builds outside the partition: on every CPU
+    with partition:
+        results = run_all(args, members, variants, partition)
+    save(results, render(results), args.out, "throughput-")
+
+
+def run_all(args, members, variants, partition):
+    """Every variant's rounds, with PostgreSQL in the partition's postgres set; returns the results record."""
     commit = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
                             text=True).stdout.strip()
     results = results_header(args, preon_commit=commit or None, postgres=PG_CONF,
                              status={m.name: m.status for m in members}, variants={})
     log("targets: %s" % ", ".join("%s (%s)" % (m.name, m.status) for m in members))
+    results["partition"] = partition.record(partition.detect(("nproc",)))
     with private_postgres_dir(PG_CONF) as (pgdir, pgport):
+        partition.place_postgres(pgdir)
         for variant in variants:
             if variant == "pgss":
                 enable_pgss(pgdir)
+                partition.place_postgres(pgdir)
             tests = [t for t in TESTS if variant == "plain" or t["db"]]
             started = []
             try:
@@ -278,7 +312,7 @@ def main():
                 for m in started:
                     m.stop()
     results["loadavg_end"] = os.getloadavg()
-    save(results, render(results), args.out, "throughput-")
+    return results
 
 
 if __name__ == "__main__":

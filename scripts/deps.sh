@@ -11,7 +11,8 @@ test=(libcmocka-dev python3 python3-prometheus-client util-linux wrk debootstrap
 # bench/peers/: their build.sh install these too (Go, when none is on PATH, is Debian's; go.mod's toolchain then
 # comes from the Go module proxy); the test command has them at hand
 peers=(maven openjdk-17-jdk-headless ca-certificates)
-bench=(wrk apache2-utils gnuplot-nox python3-uvloop)
+# bench/cost.py counts instructions with valgrind (in test) and system calls with strace
+bench=(wrk apache2-utils gnuplot-nox python3-uvloop strace)
 # deploy/stack/ and the tests behind a real pooler, load balancer and Patroni cluster
 stack=(pgbouncer haproxy patroni python3-etcd etcd-server etcd-client)
 

@@ -200,7 +200,9 @@ def render(results):
              "the targets rotated, medians of answers that were not errors per second; one private PostgreSQL 15 on "
              "127.0.0.1 (%s). Targets: %s." % (
                  results.get("preon_commit") or "?", a.get("sync") or "as configured", a["duration"],
-                 a["c1_duration"], a["rounds"], results["postgres"], status), ""]
+                 a["c1_duration"], a["rounds"], results["postgres"], status), "",
+             "CPU partition: %s." % (results.get("partition") or {}).get(
+                 "sentence", "none recorded (a run from before issue 28: every role on every CPU)"), ""]
     plain = Table(results, "plain")
     lines += plain.main_rows(TESTS)
     if "pgss" in results["variants"]:

@@ -77,11 +77,14 @@ def restore(pgdir):
 
 
 def measure_ceiling(runner, driver, p):
-    """The driver against the bare epoll responder (bench/limit/epoll_hello.c, 2 threads), journeys of the same
-    shape and think time, ramping steeply: the busiest window before its send lag exceeded the bound."""
+    """The driver against the bare epoll responder (bench/limit/epoll_hello.c, 2 threads; in the partition's target
+    set, the driver in the load set), journeys of the same shape and think time, ramping steeply: the busiest window
+    before its send lag exceeded the bound."""
     from measure import free_port
     port = free_port()
-    srv = subprocess.Popen([ramp_open.build_epoll_hello(), str(port), "2"], stdout=subprocess.DEVNULL,
+    argv = [ramp_open.build_epoll_hello(), str(port), "2"]
+    part = getattr(runner, "partition", None)
+    srv = subprocess.Popen(part.wrap("target", argv) if part else argv, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 5

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Issue 29's measures that the machine's noise cannot blur, in one command: for preon and TechEmpower's C h2o
+entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/plaintext, /plaintext pipelined ×16,
+/json, /db, /fortunes, /queries=20, /updates=20):
+
+  - user-space instructions per request of the server (valgrind --tool=callgrind: two whole runs of N1 and N2
+    requests after a warm-up, one server thread; the difference over N2 − N1), with the self cost by object
+    (h2o, libpq, jansson, libc, libssl, preon) and the top functions by inclusive cost (bench/measure/callgrind.py);
+  - system calls per request by kind, the server's and its PostgreSQL backends' (strace -c -f);
+  - throughput with the roles pinned (bench/throughput.py --partition auto: wrk on one CPU, the server and its
+    PostgreSQL on the other), preon as shipped and with 2 and 4 connections per thread, TFB h2o at -m1/-m2/-m4.
+
+  bench/cost.py                                  # everything (~20 min on 2 cores)
+  bench/cost.py --tfb-h2o /tmp/anchors/tfb-h2o   # TFB h2o's build (default $TFB_H2O_DIR, else that folder)
+  bench/cost.py --quick --no-throughput          # a handful of requests: a smoke test
+
+TFB h2o is optional: without a build its column says why. preon is counted from its normal release build
+(CMakeLists.txt: -O3, no -march); build TFB h2o at a baseline ISA (e.g. -march=x86-64-v3): TechEmpower's
+-march=native build dies under valgrind on AVX-512 instructions. Results: report.md and results.json in --out
+(default bench/results/cost-<time>/).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from measure import (HERE, REPO, build_preon, free_port, log, preon_env, private_postgres_dir, results_header, save)
+from measure import callgrind, cost_report, fixed_count, syscalls
+from measure.cost_report import TESTS, Count, CostResults, ServerRun, Syscalls
+from measure.services import Target
+
+PG_CONF = "synchronous_commit = off"  # as TechEmpower's, and as bench/throughput.py's
+TFB_DEFAULT = os.environ.get("TFB_H2O_DIR") or "/tmp/anchors/tfb-h2o"
+# requests per counted run (N1, N2) and per strace run, by test: a request of /queries=20 costs 20 queries
+FULL = {"n": {"plaintext": (2000, 10000), "pipelined": (2000, 10000), "json": (2000, 10000), "db": (1000, 5000),
+              "fortunes": (1000, 5000), "queries": (200, 1000), "updates": (200, 1000)},
+        "warmup": 500, "strace_n": 5000, "strace_n_db": 1000}
+QUICK = {"n": {k: (16, 48) for k in FULL["n"]}, "warmup": 16, "strace_n": 32, "strace_n_db": 16}
+
+
+def preon_server(binary, pgport, port):
+    """preon as shipped (config/preon.yaml, the rest from the environment), one server thread."""
+    env = dict(preon_env(pgport, port, None), PREON_SERVER_THREADS="1")
+    argv = [binary, "--config", os.path.join(REPO, "config", "preon.yaml")]
+    return argv, env, "release build of this checkout (CMakeLists.txt: -O3, no -march), Debian's libh2o 2.2.5, " \
+                      "libpq 15, jansson; config/preon.yaml as shipped, server.threads 1"
+
+
+def tfb_server(tfb, pgport, port):
+    """TFB h2o with TechEmpower's flags (-a20 -m1), one thread (-t1), on 127.0.0.1 (as the anchor's run.sh starts it,
+    without its taskset: valgrind must exec the binary itself)."""
+    exe = os.path.join(tfb, "bin", "h2o-app-stocklibpq")
+    if not os.access(exe, os.X_OK):
+        exe = os.path.join(tfb, "bin", "h2o-app")
+    conninfo = "host=127.0.0.1 port=%d dbname=preon user=postgres sslmode=disable" % pgport
+    argv = [exe, "-a20", "-m1", "-t1", "-b", "127.0.0.1", "-p", str(port), "-d", conninfo,
+            "-f", os.path.join(tfb, "share", "h2o-app", "template")]
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(tfb, "lib"))
+    return argv, env, "a build found in %s (its own flags: see the note beside this run)" % tfb
+
+
+def tfb_status(tfb):
+    for rel in (("bin", "h2o-app"), ("share", "h2o-app", "template")):
+        if not os.path.exists(os.path.join(tfb, *rel)):
+            return "not built: no %s (optional; --tfb-h2o DIR or TFB_H2O_DIR)" % os.path.join(tfb, *rel)
+    return "ok"
+
+
+def measure_server(name, make, pgdir, pgport, p, tests, work):
+    """Every test's instruction count and syscalls for one server; a failing test is recorded and the rest go on."""
+    argv, env, build = make(pgport, 0)
+    run = ServerRun(status="ok", argv=argv, build=build, counts={}, syscalls={}, errors={})
+    for key, label, path, depth in tests:
+        n1, n2 = p["n"][key]
+        try:
+            files, statuses = [], {}
+            for n in (n1, n2):
+                port = free_port()
+                argv, env, _ = make(pgport, port)
+                out = os.path.join(work, "%s-%s-%d.callgrind" % (name, key, n))
+                statuses = callgrind.run(argv, env, port, "/plaintext", path, n, p["warmup"], 8, depth, out,
+                                         os.path.join(work, "%s.log" % name))["statuses"]
+                files.append(out)
+            pr = callgrind.per_request(files[0], files[1], n1, n2, argv[0])
+            ir = [callgrind.totals(f) for f in files]
+            run.counts[key] = Count(n1=n1, n2=n2, ir1=ir[0], ir2=ir[1], statuses=statuses, **pr)
+            log("%-8s %-9s %8.0f instructions per request" % (name, key, pr["ir_per_request"]))
+            run.syscalls[key] = strace_run(name, make, pgdir, pgport, p, key, path, depth, work)
+            sc = run.syscalls[key]
+            log("%-8s %-9s %6.2f syscalls per request, %6.2f in PostgreSQL (%d backends)" % (
+                name, key, sc.per_request("server"), sc.per_request("postgres"), sc.backends))
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            run.errors[key] = str(e)
+            log("%s %s failed: %s" % (name, key, e))
+    return run
+
+
+def strace_run(name, make, pgdir, pgport, p, key, path, depth, work):
+    """The server started natively, warmed up, then strace over a fixed count of requests."""
+    port = free_port()
+    argv, env, _ = make(pgport, port)
+    t = Target(name, argv, env, port, db_path="/plaintext", hello_path="/plaintext")
+    t.start(timeout=60)
+    try:
+        fixed_count.run("127.0.0.1", port, path, p["warmup"], 8, depth)
+        n = p["strace_n_db"] if key in ("queries", "updates") else p["strace_n"]
+        got = syscalls.count(t.proc.pid, pgdir, port, path, n, 8, depth, os.path.join(work, "%s-%s" % (name, key)))
+        return Syscalls(n=n, **got)
+    finally:
+        t.stop()
+
+
+def throughput(args, out):
+    """bench/throughput.py with the roles pinned; returns its medians per round, or None when it failed."""
+    tp_out = os.path.join(out, "throughput")
+    targets = "preon,preon-c2,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m4"
+    argv = [sys.executable, os.path.join(HERE, "throughput.py"), "--partition", args.partition, "--targets", targets,
+            "--c1-duration", "0", "--duration", str(args.duration), "--rounds", str(args.rounds), "--out", tp_out,
+            "--tfb-h2o", args.tfb_h2o_throughput or args.tfb_h2o]
+    log("pinned throughput: %s" % " ".join(argv[1:]))
+    if subprocess.run(argv, stdout=subprocess.DEVNULL).returncode != 0:
+        return None
+    with open(os.path.join(tp_out, "results.json")) as f:
+        r = json.load(f)
+    med = r["variants"]["plain"]["medians"]
+    return {"out": os.path.relpath(tp_out, out), "partition": r["partition"], "duration": args.duration,
+            "tfb_h2o": args.tfb_h2o_throughput or args.tfb_h2o,
+            "rounds": args.rounds, "status": r["status"],
+            "per_round": {k: {m: v["per_round"] for m, v in by.items()} for k, by in med.items()}}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tfb-h2o", default=TFB_DEFAULT, help="TFB h2o's build folder (default %(default)s)")
+    ap.add_argument("--tfb-h2o-throughput", default=None,
+                    help="another TFB h2o build for the pinned throughput only (e.g. TechEmpower's -march=native one, "
+                         "which valgrind cannot run); default --tfb-h2o's")
+    ap.add_argument("--tests", default=",".join(t[0] for t in TESTS), help="subset of the test types")
+    ap.add_argument("--quick", action="store_true", help="a handful of requests per run: a smoke test")
+    ap.add_argument("--no-throughput", action="store_true", help="counts only")
+    ap.add_argument("--duration", type=int, default=4, help="seconds per pinned wrk run (default 4)")
+    ap.add_argument("--rounds", type=int, default=3, help="pinned throughput rounds (default 3)")
+    ap.add_argument("--partition", default="auto", help="the pinned run's CPU partition (default auto)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    wanted = args.tests.split(",")
+    bad = set(wanted) - {t[0] for t in TESTS}
+    if bad:
+        ap.error("unknown tests: %s" % ",".join(sorted(bad)))
+    tests = [t for t in TESTS if t[0] in wanted]
+    p = QUICK if args.quick else FULL
+    out = args.out or os.path.join(HERE, "results", "cost-" + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    binary = build_preon()
+    header = results_header(args)
+    settings = {"postgres": PG_CONF, "conns": 8, "warmup": p["warmup"], "strace_n": p["strace_n"],
+                "strace_n_db": p["strace_n_db"], "n": p["n"]}
+    servers = {}
+    with private_postgres_dir(PG_CONF) as (pgdir, pgport), tempfile.TemporaryDirectory(prefix="preon-cost-") as work:
+        os.chmod(work, 0o755)
+        servers["preon"] = measure_server("preon", lambda pg, port: preon_server(binary, pg, port), pgdir, pgport,
+                                          p, tests, work)
+        status = tfb_status(args.tfb_h2o)
+        if status == "ok":
+            servers["tfb-h2o"] = measure_server("tfb-h2o", lambda pg, port: tfb_server(args.tfb_h2o, pg, port),
+                                                pgdir, pgport, p, tests, work)
+            note = os.path.join(args.tfb_h2o, "BUILD-NOTE")
+            if os.path.isfile(note):
+                with open(note) as f:
+                    servers["tfb-h2o"].build = f.read().strip()
+        else:
+            servers["tfb-h2o"] = ServerRun(status=status, argv=[], build="", counts={}, syscalls={}, errors={})
+    tp = None if args.no_throughput else throughput(args, out)
+    header["loadavg_end"] = list(os.getloadavg())
+    res = CostResults(header=header, settings=settings, servers=servers, throughput=tp)
+    save(res.to_json(), cost_report.render(res), out)
+
+
+if __name__ == "__main__":
+    main()

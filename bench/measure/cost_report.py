@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: MIT
+"""bench/cost.py's record and report: the typed results (dataclasses) that one loader reads back and that fails
+loudly on a missing field, and the Markdown rendered from them alone."""
+import dataclasses
+import json
+from typing import Optional
+
+from .report import Spread, fmt, md_table, ratio
+
+TESTS = [("plaintext", "/plaintext", "/plaintext", 1), ("pipelined", "/plaintext pipelined ×16", "/plaintext", 16),
+         ("json", "/json", "/json", 1), ("db", "/db", "/db", 1), ("fortunes", "/fortunes", "/fortunes", 1),
+         ("queries", "/queries=20", "/queries?queries=20", 1), ("updates", "/updates=20", "/updates?queries=20", 1)]
+LABEL = {k: label for k, label, _, _ in TESTS}
+SERVERS = ("preon", "tfb-h2o")
+NAMES = {"preon": "preon", "tfb-h2o": "TFB h2o"}
+
+
+@dataclasses.dataclass
+class Count:
+    """One test's instruction count: two whole runs of n1 and n2 requests and their difference per request."""
+    n1: int
+    n2: int
+    ir1: int
+    ir2: int
+    ir_per_request: float
+    time_driven: float  # of it, in threads that poll on a timer (preon's log writer): grows with the run's length
+    statuses: dict
+    by_group: dict
+    top_inclusive: list
+    top_self: list
+
+
+@dataclasses.dataclass
+class Syscalls:
+    """One test's system calls over n requests: the server's and its PostgreSQL backends', by kind."""
+    n: int
+    server: dict
+    postgres: dict
+    backends: int
+    statuses: dict
+
+    def per_request(self, side):
+        return sum(getattr(self, side).values()) / float(self.n)
+
+
+@dataclasses.dataclass
+class ServerRun:
+    status: str  # "ok", or why it did not run
+    argv: list
+    build: str
+    counts: dict  # test → Count
+    syscalls: dict  # test → Syscalls
+    errors: dict  # test → what failed
+
+
+@dataclasses.dataclass
+class CostResults:
+    header: dict
+    settings: dict
+    servers: dict  # name → ServerRun
+    throughput: Optional[dict]  # throughput.py's medians with the partition, or None when not run
+
+    def to_json(self):
+        return dataclasses.asdict(self)
+
+
+def load(path):
+    """results.json → CostResults; a missing field is a KeyError/TypeError, never a silent None."""
+    with open(path) as f:
+        d = json.load(f)
+    servers = {}
+    for name, s in d["servers"].items():
+        servers[name] = ServerRun(status=s["status"], argv=s["argv"], build=s["build"], errors=s["errors"],
+                                  counts={t: Count(**c) for t, c in s["counts"].items()},
+                                  syscalls={t: Syscalls(**c) for t, c in s["syscalls"].items()})
+    return CostResults(header=d["header"], settings=d["settings"], servers=servers, throughput=d["throughput"])
+
+
+def _cell(run, test, get, f):
+    if run.status != "ok":
+        return "– (not run)"
+    if test in run.errors:
+        return "failed (results.json: errors)"
+    v = get(run, test)
+    return "-" if v is None else f % v
+
+
+def _ir(run, test):
+    c = run.counts.get(test)
+    return c.ir_per_request if c else None
+
+
+def _td(run, test):
+    c = run.counts.get(test)
+    return c.time_driven if c else None
+
+
+def _sys(side):
+    def get(run, test):
+        s = run.syscalls.get(test)
+        return s.per_request(side) if s else None
+    return get
+
+
+def _ratio(res, test, get):
+    a, b = res.servers.get("preon"), res.servers.get("tfb-h2o")
+    if not a or not b or a.status != "ok" or b.status != "ok":
+        return "-"
+    x, y = get(a, test), get(b, test)
+    return "%.2f×" % (x / y) if x is not None and y else "-"
+
+
+def render(res):
+    h, s = res.header, res.settings
+    lines = ["# Cost per request: preon beside TechEmpower's h2o entry", "",
+             "Measured %s on %d CPUs (load average %.1f at the start, %.1f at the end; the machine is shared). `%s`" % (
+                 h["date"], h["cpus"], h["loadavg_start"][0], h["loadavg_end"][0], h["command"]), ""]
+    for name in SERVERS:
+        r = res.servers.get(name)
+        if r:
+            lines.append("- %s: %s. %s" % (NAMES[name], r.build, "`%s`" % " ".join(r.argv) if r.status == "ok"
+                                           else "Not measured: %s." % r.status))
+    lines += ["", "One private PostgreSQL 15 (%s, without pg_stat_statements) for both servers, one server at a time, "
+              "one server thread, %d client connections (keep-alive; ×16 pipelined for the pipelined test), "
+              "%d warm-up requests before every counted run." % (s["postgres"], s["conns"], s["warmup"]), "",
+              "## User-space instructions per request (callgrind)", "",
+              "(Ir of a run of N2 requests − Ir of a run of N1) / (N2 − N1), each run whole under valgrind from exec "
+              "to exit, so start-up, warm-up and shutdown cancel. Instruction counts repeat for the same binary and "
+              "input: the machine's load does not move them. \"of which time-driven\": the inclusive cost of threads "
+              "that wake on a timer, not on requests (preon's log writer polls every 5 ms): under valgrind a run lasts "
+              "longer, so this part is inflated against a native run.", ""]
+    rows = []
+    for k, label, _, _ in TESTS:
+        c = next((r.counts[k] for r in res.servers.values() if k in r.counts), None)
+        rows.append([label, "%d / %d" % (c.n1, c.n2) if c else "-"] +
+                    [_cell(res.servers[n], k, _ir, "%.0f") if n in res.servers else "-" for n in SERVERS] +
+                    [_ratio(res, k, _ir)] +
+                    [_cell(res.servers[n], k, _td, "%.0f") if n in res.servers else "-" for n in SERVERS])
+    lines += md_table(["test", "N1 / N2", "preon", "TFB h2o", "preon / TFB h2o", "preon: of which time-driven",
+                       "TFB h2o: of which time-driven"], rows, ["l", "r", "r", "r", "r", "r", "r"]).splitlines()
+    lines += ["", "## System calls per request (strace -c -f)", "",
+              "Over %d requests (%d for /queries and /updates), strace attached to every server thread and, "
+              "separately, to every PostgreSQL backend connected to it." % (s["strace_n"], s["strace_n_db"]), ""]
+    rows = []
+    for k, label, _, _ in TESTS:
+        rows.append([label] + [_cell(res.servers[n], k, _sys("server"), "%.2f") if n in res.servers else "-"
+                               for n in SERVERS] + [_ratio(res, k, _sys("server"))] +
+                    [_cell(res.servers[n], k, _sys("postgres"), "%.2f") if n in res.servers else "-"
+                     for n in SERVERS])
+    lines += md_table(["test", "preon", "TFB h2o", "preon / TFB h2o", "preon's PostgreSQL", "TFB h2o's PostgreSQL"],
+                      rows, ["l", "r", "r", "r", "r", "r"]).splitlines()
+    lines += throughput_section(res.throughput)
+    lines += ["", "## Where the instructions go, per test", "",
+              "Self cost per request by object (the groups add up to the total; in TFB h2o's binary, which links h2o "
+              "statically, h2o's functions by name), then each server's top functions by inclusive cost per request.",
+              ""]
+    for k, label, _, _ in TESTS:
+        counts = {n: r.counts[k] for n, r in res.servers.items() if k in r.counts}
+        if not counts:
+            continue
+        lines += ["### %s" % label, ""]
+        groups = []
+        for c in counts.values():
+            groups += [g for g in c.by_group if g not in groups]
+        lines += md_table(["object"] + [NAMES[n] for n in counts],
+                          [[g] + ["%.0f" % c.by_group[g] if g in c.by_group else "-" for c in counts.values()]
+                           for g in groups], ["l"] + ["r"] * len(counts)).splitlines()
+        for n, c in counts.items():
+            lines += ["", "%s, top functions (inclusive Ir per request):" % NAMES[n], ""]
+            lines += md_table(["function [object]", "Ir / request"],
+                              [[t["function"], "%.0f" % t["ir"]] for t in c.top_inclusive[:12]],
+                              ["l", "r"]).splitlines()
+        lines.append("")
+    lines += ["## System calls by kind, per request", ""]
+    for k, label, _, _ in TESTS:
+        sc = {n: r.syscalls[k] for n, r in res.servers.items() if k in r.syscalls}
+        if not sc:
+            continue
+        kinds = []
+        for side in ("server", "postgres"):
+            for x in sc.values():
+                kinds += [(side, c) for c in sorted(getattr(x, side), key=lambda c: -getattr(x, side)[c])
+                          if (side, c) not in kinds]
+        lines += ["### %s" % label, ""]
+        lines += md_table(["side", "syscall"] + [NAMES[n] for n in sc],
+                          [[side, c] + ["%.2f" % (getattr(x, side).get(c, 0) / float(x.n)) for x in sc.values()]
+                           for side, c in kinds], ["l", "l"] + ["r"] * len(sc)).splitlines()
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def throughput_section(tp):
+    """The pinned throughput table from throughput.py's per-round figures: preon as shipped, with 2 and 4
+    connections per thread, TFB h2o at its best -mN per test (by median), the ratio with "within noise" only where
+    the rounds' ranges overlap."""
+    out = ["", "## Throughput with the roles pinned", ""]
+    if not tp:
+        return out + ["Not run (--no-throughput).", ""]
+    out += ["bench/throughput.py (its own report: %s), CPU partition: %s. wrk -t2, %d s per run, %d rounds with the "
+            "order of the targets rotated; answers that were not errors per second, median (min–max). TFB h2o's "
+            "build: %s, one thread per CPU of the target's set. preon with its default threads (the CPUs it may run "
+            "on)." % (tp["out"], tp["partition"].get("sentence"), tp["duration"], tp["rounds"], tp["tfb_h2o"]), ""]
+    rows = []
+    for k, label, _, _ in TESTS:
+        by = tp["per_round"].get(k, {})
+        sp = {m: Spread(v) for m, v in by.items() if v}
+        tfb = [m for m in ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4") if m in sp]
+        best = max(tfb, key=lambda m: float(sp[m])) if tfb else None
+        shipped = sp.get("preon")
+        rows.append([label, fmt(shipped), fmt(sp.get("preon-c2")), fmt(sp.get("preon-c4")),
+                     "%s (%s)" % (fmt(sp[best]), {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m4": "-m4"}[best])
+                     if best else "– (%s)" % tp["status"].get("tfb-h2o", "not run"),
+                     ratio(shipped, sp[best]) if best else "-"])
+    out += md_table(["test", "preon as shipped", "preon cpt=2", "preon cpt=4", "TFB h2o at its best",
+                     "shipped / TFB best"], rows, ["l", "r", "r", "r", "r", "r"]).splitlines()
+    return out + [""]

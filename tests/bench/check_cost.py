@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: MIT
+"""Checks a bench/cost.py output folder run with `--quick --no-throughput` and no TFB h2o build: results.json
+reads back through the loader (bench/measure/cost_report.py), preon has an instruction count and syscall counts for
+every test type, every counted request was answered 200, the groups by object add up to the total, TFB h2o's
+column says why it is absent; report.md has both tables. Asserts no speed. Usage: check_cost.py DIR"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from measure.cost_report import LABEL, TESTS, load  # noqa: E402
+
+out = sys.argv[1]
+res = load(os.path.join(out, "results.json"))
+report = open(os.path.join(out, "report.md")).read()
+problems = []
+preon = res.servers["preon"]
+if preon.status != "ok" or preon.errors:
+    problems.append("preon: status %r, errors %r" % (preon.status, preon.errors))
+for key, _, _, _ in TESTS:
+    c, s = preon.counts.get(key), preon.syscalls.get(key)
+    if c is None or s is None:
+        problems.append("%s: no instruction count or no syscall count for preon" % key)
+        continue
+    if not c.ir_per_request > 0 or c.ir2 <= c.ir1:
+        problems.append("%s: instructions per request %r (runs %d, %d)" % (key, c.ir_per_request, c.ir1, c.ir2))
+    if set(c.statuses) != {"200"} or sum(c.statuses.values()) != c.n2:
+        problems.append("%s: the counted requests' answers %r, expected %d × 200" % (key, c.statuses, c.n2))
+    if abs(sum(c.by_group.values()) - c.ir_per_request) > 0.05 * c.ir_per_request + 50:
+        problems.append("%s: groups sum to %.0f, the total is %.0f" % (key, sum(c.by_group.values()), c.ir_per_request))
+    if "preon" not in c.by_group or not c.top_inclusive:
+        problems.append("%s: no preon group or no top functions" % key)
+    if s.per_request("server") <= 0 or set(s.statuses) != {"200"}:
+        problems.append("%s: syscalls %r, answers %r" % (key, s.server, s.statuses))
+    if key in ("db", "fortunes", "queries", "updates") and (s.backends < 1 or s.per_request("postgres") <= 0):
+        problems.append("%s: no PostgreSQL backend traced" % key)
+    if "| %s |" % LABEL[key] not in report:
+        problems.append("report.md: no row for %s" % LABEL[key])
+tfb = res.servers["tfb-h2o"]
+if not tfb.status.startswith("not built") or "Not measured: not built" not in report:
+    problems.append("TFB h2o: status %r; report.md must say why it is absent" % tfb.status)
+for title in ("## User-space instructions per request", "## System calls per request", "## Where the instructions go"):
+    if title not in report:
+        problems.append("report.md lacks %r" % title)
+if problems:
+    print("\n".join(problems))
+    sys.exit(1)
+print("cost report ok: %s" % ", ".join("%s %.0f Ir" % (k, c.ir_per_request) for k, c in preon.counts.items()))
