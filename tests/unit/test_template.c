@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "preon/rand.h"
+#include "preon/sink.h"
 #include "template.h"
 
 typedef struct {
@@ -94,10 +95,60 @@ static void test_rand_range(void **state)
         assert_true(seen[k] > 30000 && seen[k] < 36667);
 }
 
+/* The escaping as the rules say it, one byte at a time: what preon_sink_append_html's 16-byte scan must equal. */
+static size_t naive_html(const char *text, size_t len, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char *e = text[i] == '&'    ? "&amp;"
+                        : text[i] == '<'  ? "&lt;"
+                        : text[i] == '>'  ? "&gt;"
+                        : text[i] == '"'  ? "&quot;"
+                        : text[i] == '\'' ? "&#39;"
+                                          : NULL;
+        if (e != NULL) {
+            memcpy(out + n, e, strlen(e));
+            n += strlen(e);
+        } else {
+            out[n++] = text[i];
+        }
+    }
+    return n;
+}
+
+/* Every special character at every offset of texts up to 40 bytes (runs shorter and longer than one 16-byte block,
+ * the character first, last, or in the tail), next to plain ASCII, UTF-8 and NUL bytes. */
+static void test_html_escape_every_position(void **state)
+{
+    (void)state;
+    const char specials[] = "&<>\"'";
+    h2o_mem_pool_t pool;
+    h2o_mem_init_pool(&pool);
+    for (size_t len = 0; len <= 40; len++) {
+        for (size_t at = 0; at <= len; at++) {
+            for (size_t k = 0; k < sizeof(specials) - 1; k++) {
+                char text[48], want[48 * 6];
+                for (size_t i = 0; i < len; i++)
+                    text[i] = (char)(i % 7 == 3 ? 0 : i % 5 == 1 ? 0xc3 : 'a' + (char)(i % 26));
+                if (at < len)
+                    text[at] = specials[k];
+                preon_sink_t sink;
+                preon_sink_init(&sink, &pool, 8);
+                preon_sink_append_html(&sink, text, len);
+                size_t n = naive_html(text, len, want);
+                assert_int_equal(sink.len, n);
+                assert_memory_equal(sink.buf, want, n);
+            }
+        }
+    }
+    h2o_mem_clear_pool(&pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_html_escape_every_position),
         cmocka_unit_test(test_compile_errors),
         cmocka_unit_test(test_rand_range),
     };
