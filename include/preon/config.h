@@ -96,8 +96,8 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
 int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen);
 
 /**
- * Resolves database.connections_per_thread 0 ("auto") for a server of `threads` event loops: about four connections in
- * all, at least one per thread. Writes "set" or how it chose into `why`. Returns the number now in force.
+ * Resolves database.connections_per_thread 0 ("auto") for a server of `threads` event loops: 2 per thread below 4
+ * threads, 1 from 4 up. Writes "set" or how it chose into `why`. Returns the number now in force.
  */
 int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char *why, size_t whylen);
 

@@ -450,16 +450,16 @@ int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char 
         snprintf(why, whylen, "set");
         return cfg->database.connections_per_thread;
     }
-    /* About four backends in all, at least one per thread. A backend serves its pipeline one query at a time, and on a
+    /* Two per thread below four threads, one from four up. A backend serves its pipeline one query at a time, and on a
      * small machine PostgreSQL's share of the CPUs follows its number of busy backends: with one per thread a
-     * two-thread preon gave its database half the throughput it could have (docs/benchmarks.md, "The default"). On
-     * four or more threads one each is already four. */
-    unsigned t = threads != 0 ? threads : 1, n = t >= 4 ? 1 : 4 / t;
+     * two-thread preon gave its database up to half the throughput it could have; four per thread were no better than
+     * two and cost PostgreSQL twice the system calls per query (docs/benchmarks.md, "The default"). From four threads
+     * one each is already four backends. */
+    unsigned t = threads != 0 ? threads : 1, n = t >= 4 ? 1 : 2;
     cfg->database.connections_per_thread = (int)n;
     snprintf(why, whylen,
-             "auto: %u per thread for %u thread%s, %u PostgreSQL connections in all (about 4, at least 1 per "
-             "thread)",
-             n, t, t == 1 ? "" : "s", n * t);
+             "auto: %u per thread for %u thread%s, %u PostgreSQL connections in all (2 per thread below 4 threads, else 1)", n, t,
+             t == 1 ? "" : "s", n * t);
     return (int)n;
 }
 
