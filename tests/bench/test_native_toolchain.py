@@ -30,7 +30,11 @@ def lines(out):
 class NativeToolchain(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        subprocess.run([os.path.join(TOOLCHAIN, "install.sh")], check=True, timeout=900)
+        installed = subprocess.run([os.path.join(TOOLCHAIN, "install.sh")], capture_output=True, text=True, timeout=900)
+        if installed.returncode == 77:  # no JDK 25 with JVMCI on this machine: install.sh says so
+            raise unittest.SkipTest("SKIP native toolchain: " + installed.stderr.strip())
+        if installed.returncode != 0:
+            raise AssertionError("install.sh failed:\n" + installed.stdout + installed.stderr)
         cls.dir = tempfile.mkdtemp(prefix="preon-native-")
         subprocess.run([os.path.join(HOME, "bin", "javac"), "-d", cls.dir, PROBE], check=True, timeout=120)
         built = subprocess.run([os.path.join(HOME, "bin", "native-image"), "-cp", cls.dir, "Probe", "probe"],

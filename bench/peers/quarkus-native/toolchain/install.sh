@@ -12,7 +12,8 @@
 #   lib/static/linux-amd64/glibc/        libjava.a, libnio.a, … : linker scripts naming the .so below
 #   lib/svm/runtime/                     Temurin's libjava.so, libnio.so, … and the stand-in libjvm.so,
 #                                        copied beside each executable as lib/ (its RUNPATH is $ORIGIN/lib)
-# Does nothing when the home is newer than this folder's files. TEMURIN names another JDK 25 with JVMCI.
+# Does nothing when the home is newer than this folder's files. TEMURIN names another JDK 25 with JVMCI; without
+# one this exits 77 (a test reads that as "cannot be built here").
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${TOOLCHAIN_DIR:-$HERE/../build/toolchain}
@@ -30,8 +31,8 @@ if ! stale; then
     exit 0
 fi
 [ -x "$JDK/bin/java" ] && "$JDK/bin/java" --list-modules | grep -q '^jdk.internal.vm.ci@25' || {
-    echo "install.sh: $JDK is not a JDK 25 with JVMCI (set TEMURIN)" >&2
-    exit 1
+    echo "install.sh: $JDK is not a JDK 25 with JVMCI (set TEMURIN; no Debian package has one)" >&2
+    exit 77
 }
 command -v mvn >/dev/null && command -v gcc >/dev/null && command -v python3 >/dev/null || {
     echo "install.sh: needs mvn, gcc and python3 (Debian: maven gcc python3)" >&2
