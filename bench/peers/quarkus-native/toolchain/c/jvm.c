@@ -184,7 +184,8 @@ static jint on_load(JavaVM *vm, void *reserved, const char *soname)
     void *lib = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
     jint (*real)(JavaVM *, void *) = lib != NULL ? (jint(*)(JavaVM *, void *))dlsym(lib, "JNI_OnLoad") : NULL;
     jint v = real != NULL ? real(vm, reserved) : JNI_VERSION_1_8;
-    return v > 0 ? v : JNI_VERSION_1_8;
+    // A built-in library must answer 1.8 or later (libjava's own JNI_OnLoad answers 1.2).
+    return v < 0 ? v : v < JNI_VERSION_1_8 ? JNI_VERSION_1_8 : v;
 }
 
 EXPORT jint JNI_OnLoad_java(JavaVM *vm, void *reserved)
