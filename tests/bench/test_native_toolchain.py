@@ -61,7 +61,7 @@ class NativeToolchain(unittest.TestCase):
                              text=True, check=True).stdout.splitlines()
         self.assertEqual(len(out), 3)
         self.assertRegex(out[0], r"^native-image 25\.0\.2 \d{4}-\d\d-\d\d$")
-        self.assertRegex(out[1], r"\(build 25[.\d]*\+\d+")
+        self.assertRegex(out[1], r"Runtime Environment GraalVM CE 25\.0\.2\+preon-assembled \(build 25[.\d]*\+\d+")
 
     def test_links_to_the_toolchain_libraries_beside_it(self):
         ldd = subprocess.run(["ldd", self.exe], capture_output=True, text=True, check=True).stdout
