@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+MAIN = "org.graalvm.nativeimage.builder/com.oracle.svm.hosted.NativeImageGeneratorRunner"
 BUILDER = [
     "org.graalvm.nativeimage.builder",
     "org.graalvm.nativeimage.base",
@@ -50,9 +51,10 @@ def main(argv):
              "--enable-native-access=org.graalvm.nativeimage.builder,ALL-UNNAMED"] + module_paths(home)
     pairs = list(exports(java))
     # Keep only the modules the builder's boot layer has: the JVM warns of the others at every start.
-    probe = subprocess.run([java] + module_paths(home) + ["--add-modules", BUILDER[0]]
-                           + [f"--add-exports={m}/{p}=java.base" for m, p in pairs] + ["-version"],
-                           capture_output=True, text=True).stderr
+    # (--dry-run: the boot layer of the builder's main module, resolved and not run; without a main module the
+    # JVM would resolve every system module and warn of none.)
+    probe = subprocess.run([java] + module_paths(home) + [f"--add-exports={m}/{p}=java.base" for m, p in pairs]
+                           + ["--dry-run", "--module", MAIN], capture_output=True, text=True).stderr
     unknown = {line.split("Unknown module: ")[1].split()[0] for line in probe.splitlines() if "Unknown module: " in line}
     targets = ",".join(BUILDER)
     for a in fixed:
