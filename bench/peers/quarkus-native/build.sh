@@ -31,7 +31,10 @@ offline=()
 [ -e "$m2/.preon-peer-quarkus-native-$(sha1sum "$SRC/pom.xml" | cut -c1-12)" ] && offline=(-o)
 rm -rf "$HERE/build/quarkus-peer-1.0-native-image-source-jar" "$HERE/build/lib" "$BIN"
 mkdir -p "$HERE/build"
+# jboss-threads 3.9 (Quarkus's executor), initialised at build time, opens java.lang on JDK 24+ or fails its class
+# initialisation: the build says "use this JVM option: --add-opens java.base/java.lang=ALL-UNNAMED".
 cmd=(mvn -B -Dstyle.color=never "${offline[@]}" -Dmaven.repo.local="$m2" -Pnative -DskipTests
+    "-Dquarkus.native.additional-build-args=--add-opens=java.base/java.lang=ALL-UNNAMED"
     "-Dpeer.build.dir=$HERE/build" package)
 if ! (cd "$SRC" && "${cmd[@]}") >"$HERE/build/native.log" 2>&1 || [ ! -x "$HERE/build/quarkus-peer-1.0-runner" ]; then
     echo "quarkus-native: the build failed (GRAALVM_HOME=$GRAALVM_HOME), in bench/peers/quarkus: ${cmd[*]}" >&2
