@@ -39,6 +39,11 @@ class FrontEnd(unittest.TestCase):
         self.assertEqual(b.jvm, ["-Xmx5g", "-Dfoo=bar"])
         self.assertEqual((b.classpath, b.main, b.name), (["a.jar", "b"], "some.Main", "app"))
 
+    def test_module_options_are_the_builders_for_the_image_classes(self):
+        b = ni.parse(["--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED", "M"])
+        self.assertEqual(b.hosted, ["-H:AddOpens=java.base/java.lang=ALL-UNNAMED", "-H:AddExports=java.base/sun.nio.ch=ALL-UNNAMED"])
+        self.assertEqual(b.jvm, [])
+
     def test_an_unknown_option_is_an_error_on_the_command_line(self):
         with self.assertRaises(SystemExit):
             ni.parse(["--no-such-option", "Main"])
