@@ -42,10 +42,10 @@ if ! (cd "$SRC" && "${cmd[@]}") >"$HERE/build/native.log" 2>&1 || [ ! -x "$HERE/
     exit 1
 fi
 touch "$m2/.preon-peer-quarkus-native-$(sha1sum "$SRC/pom.xml" | cut -c1-12)"
-# The shared libraries it links to, beside it (a GraalVM or Mandrel build links statically: no lib/).
-if [ -d "$HERE/build/quarkus-peer-1.0-native-image-source-jar/lib" ]; then
-    cp -a "$HERE/build/quarkus-peer-1.0-native-image-source-jar/lib" "$HERE/build/lib"
-fi
+# The shared libraries it links to, beside it (the front end put them in the build folder's lib/, among
+# Quarkus's jars; a GraalVM or Mandrel build links statically and leaves none).
+mkdir -p "$HERE/build/lib"
+find "$HERE/build/quarkus-peer-1.0-native-image-source-jar/lib" -maxdepth 1 -name '*.so' -exec cp {} "$HERE/build/lib/" \;
 mv "$HERE/build/quarkus-peer-1.0-runner" "$BIN"
 grep -E "Peak RSS|Finished generating" "$HERE/build/native.log" | tail -n 2 | sed 's/^ */quarkus-native: /' || true
 peers_report quarkus-native "$start" "built"
