@@ -67,7 +67,9 @@ FIELDS = ("name", "start", "url", "db-path", "binary", "build", "clean", "cap", 
 PEER_TARGETS = {
     "go": ("go-peer", "GOMEMLIMIT={mib}MiB"),  # gin + pgx/v5, a static binary
     "quarkus": ("quarkus-app", "JAVA_OPTS=-Xmx{mib}m"),  # the fast-jar folder
-    "quarkus-native": ("quarkus-peer-runner", "NATIVE_OPTS=-Xmx{mib}m"),  # a GraalVM native executable, if built
+    # a SubstrateVM executable from preon's native-image toolchain (quarkus-native/toolchain/), build/lib/ beside it;
+    # its cold build (clean: rm -rf build) assembles the toolchain again too
+    "quarkus-native": ("quarkus-peer-runner", "NATIVE_OPTS=-Xmx{mib}m"),
     "spring-webflux": ("spring-webflux-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
     "spring-mvc": ("spring-mvc-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
 }

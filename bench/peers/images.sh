@@ -5,7 +5,9 @@
 # preon-peer-spring-mvc, or those named. The build stages fetch from the Go module proxy and Maven Central like the
 # host does, trusting the certificate authorities the host adds to Debian's (/usr/local/share/ca-certificates/,
 # e.g. an egress proxy's), copied into extra-ca/ for the build. Prints each image's build time and size.
-#   bench/peers/images.sh [go] [quarkus] [spring-webflux] [spring-mvc]
+# quarkus-native (not among the defaults: its build takes minutes and ~5 GB) is built on the host by its build.sh
+# first, then copied into its image (quarkus-native/Dockerfile).
+#   bench/peers/images.sh [go] [quarkus] [quarkus-native] [spring-webflux] [spring-mvc]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 "$HERE/../../tests/image/base_images.sh" >/dev/null
@@ -24,9 +26,10 @@ for p in "${peers[@]}"; do
         go) args=(-f "$HERE/go/Dockerfile") ;;
         quarkus) args=(-f "$HERE/jvm.Dockerfile" --build-arg PEER=quarkus --build-arg ARTIFACT=quarkus-app
                        --build-arg JAR=quarkus-run.jar) ;;
+        quarkus-native) "$HERE/quarkus-native/build.sh" >&2 && args=(-f "$HERE/quarkus-native/Dockerfile") ;;
         spring-webflux | spring-mvc) args=(-f "$HERE/jvm.Dockerfile" --build-arg "PEER=$p"
                                            --build-arg "ARTIFACT=$p-peer.jar" --build-arg "JAR=$p-peer.jar") ;;
-        *) echo "unknown peer: $p (go, quarkus, spring-webflux, spring-mvc)" >&2; exit 2 ;;
+        *) echo "unknown peer: $p (go, quarkus, quarkus-native, spring-webflux, spring-mvc)" >&2; exit 2 ;;
     esac
     if docker build --network host "${args[@]}" -t "preon-peer-$p" "$HERE" >"$log" 2>&1; then
         echo "preon-peer-$p: built in $(( $(date +%s) - start )) s, $(docker image inspect -f '{{.Size}}' "preon-peer-$p") bytes"

@@ -1,46 +1,51 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Tries to build the Quarkus peer (quarkus/pom.xml, the same application) as a GraalVM native executable,
-# build/quarkus-peer-runner, with what the registries serve: Quarkus's native profile (mvn -Pnative package) run
-# on the newest JDK on the machine (Temurin 25 when present). It needs GraalVM's `native-image`, which is neither
-# a Debian package nor a Maven Central artifact that runs by itself; without one Quarkus falls back to a
-# container build, whose builder image no reachable registry serves. When it cannot be built, the exact command
-# and its error are kept in build/native-failed.log and this exits 77 (a test reads that as "cannot be built
-# here"); that failure is repeated, not re-run, until a source or this script changes. Set GRAALVM_HOME to a
-# GraalVM or Mandrel to build it.
+# Builds the Quarkus peer (quarkus/pom.xml, the same application, profile native) as a native executable,
+# build/quarkus-peer-runner, with the native-image toolchain that toolchain/install.sh assembles here (GraalVM
+# 25.0.2's builder jars from Maven, run on Temurin 25, with preon's front end and C helpers; README.md): an
+# experimental SubstrateVM executable dynamically linked to Temurin 25's libraries, which it finds in
+# build/lib/ beside it (RUNPATH $ORIGIN/lib). GRAALVM_HOME set to a GraalVM or Mandrel builds with that
+# instead. Does nothing when the executable is newer than its sources and the toolchain. The build takes
+# minutes and ~5 GB of memory (2 cores); it prints its time and the builder's peak RSS.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib.sh"
 start=$(date +%s.%N)
 SRC=$HERE/../quarkus
 BIN=$HERE/build/quarkus-peer-runner
-FAILED=$HERE/build/native-failed.log
+peers_need maven openjdk-17-jdk-headless gcc zlib1g-dev
+if [ -z "${GRAALVM_HOME:-}" ]; then
+    "$HERE/toolchain/install.sh"
+    export GRAALVM_HOME=$HERE/build/toolchain/home
+fi
 # shellcheck disable=SC2046 # one file name per line, no spaces in them
-SOURCES=("$SRC/pom.xml" "$HERE/build.sh" $(find "$SRC/src" "$HERE"/../jvm-common -type f))
+SOURCES=("$SRC/pom.xml" "$HERE/build.sh" "$GRAALVM_HOME/bin/native-image" $(find "$SRC/src" "$HERE"/../jvm-common -type f))
+[ -e "$GRAALVM_HOME/.complete" ] && SOURCES+=("$GRAALVM_HOME/.complete")
 if ! peers_stale "$BIN" "${SOURCES[@]}"; then
     peers_report quarkus-native "$start" "up to date"
     exit 0
 fi
-if [ -z "${GRAALVM_HOME:-}" ] && ! peers_stale "$FAILED" "${SOURCES[@]}"; then
-    cat "$FAILED" >&2
-    exit 77
-fi
-peers_need maven openjdk-17-jdk-headless
-jdk=$(ls -d /usr/lib/jvm/temurin-2[5-9]-jdk-* 2>/dev/null | sort -V | tail -n 1)
-export JAVA_HOME=${GRAALVM_HOME:-${jdk:-/usr/lib/jvm/java-17-openjdk-amd64}}
+export JAVA_HOME=$GRAALVM_HOME
+m2=${MAVEN_REPO:-$HOME/.m2/repository}
+offline=()
+[ -e "$m2/.preon-peer-quarkus-native-$(sha1sum "$SRC/pom.xml" | cut -c1-12)" ] && offline=(-o)
+rm -rf "$HERE/build/quarkus-peer-1.0-native-image-source-jar" "$HERE/build/lib" "$BIN"
 mkdir -p "$HERE/build"
-cmd=(mvn -B -Dstyle.color=never -Pnative -DskipTests "-Dpeer.build.dir=$HERE/build" package)
-if (cd "$SRC" && "${cmd[@]}") >"$HERE/build/native.log" 2>&1 && [ -x "$HERE/build/quarkus-peer-1.0-runner" ]; then
-    mv "$HERE/build/quarkus-peer-1.0-runner" "$BIN"
-    rm -f "$FAILED"
-    peers_report quarkus-native "$start" "built"
-    exit 0
+# jboss-threads 3.9 (Quarkus's executor), initialised at build time, opens java.lang on JDK 24+ or fails its class
+# initialisation: the build says "use this JVM option: --add-opens java.base/java.lang=ALL-UNNAMED".
+cmd=(mvn -B -Dstyle.color=never "${offline[@]}" -Dmaven.repo.local="$m2" -Pnative -DskipTests
+    "-Dquarkus.native.additional-build-args=--add-opens=java.base/java.lang=ALL-UNNAMED"
+    "-Dpeer.build.dir=$HERE/build" package)
+if ! (cd "$SRC" && "${cmd[@]}") >"$HERE/build/native.log" 2>&1 || [ ! -x "$HERE/build/quarkus-peer-1.0-runner" ]; then
+    echo "quarkus-native: the build failed (GRAALVM_HOME=$GRAALVM_HOME), in bench/peers/quarkus: ${cmd[*]}" >&2
+    grep -E "ERROR|Error|error:" "$HERE/build/native.log" | head -n 20 | cut -c1-400 >&2
+    exit 1
 fi
-{
-    echo "quarkus-native cannot be built here ($(date -u +%F)): JAVA_HOME=$JAVA_HOME, in bench/peers/quarkus:"
-    echo "  ${cmd[*]}"
-    grep -E "Cannot find the .native-image|threw an exception" "$HERE/build/native.log" | head -n 4 | cut -c1-400 |
-        sed 's/^/  /'
-} >"$FAILED"
-cat "$FAILED" >&2
-exit 77
+touch "$m2/.preon-peer-quarkus-native-$(sha1sum "$SRC/pom.xml" | cut -c1-12)"
+# The shared libraries it links to, beside it (the front end put them in the build folder's lib/, among
+# Quarkus's jars; a GraalVM or Mandrel build links statically and leaves none).
+mkdir -p "$HERE/build/lib"
+find "$HERE/build/quarkus-peer-1.0-native-image-source-jar/lib" -maxdepth 1 -name '*.so' -exec cp {} "$HERE/build/lib/" \;
+mv "$HERE/build/quarkus-peer-1.0-runner" "$BIN"
+grep -E "Peak RSS|Finished generating" "$HERE/build/native.log" | tail -n 2 | sed 's/^ */quarkus-native: /' || true
+peers_report quarkus-native "$start" "built"
