@@ -322,8 +322,8 @@ int svm_container_initialize(int wanted)
         discover();
         // As HotSpot: a process is "containerized" when its cgroup sets a limit or the cgroup file system is
         // mounted read-only (as container runtimes mount it).
-        containerized = version != 0 && (svm_container_memory_limit_in_bytes() > 0 || quota_processors() > 0 ||
-                                         mem.read_only || cpu.read_only);
+        containerized =
+            version != 0 && (svm_container_memory_limit_in_bytes() > 0 || quota_processors() > 0 || mem.read_only || cpu.read_only);
     }
     return containerized ? SVM_CONTAINER_CONTAINERIZED : SVM_CONTAINER_NOT_CONTAINERIZED;
 }

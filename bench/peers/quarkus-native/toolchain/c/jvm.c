@@ -26,9 +26,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 // Called once by the executable before Java code runs (Jvm.initialize).
-EXPORT void initialize(void)
-{
-}
+EXPORT void initialize(void) {}
 
 EXPORT jint JVM_ActiveProcessorCount(void)
 {
@@ -75,9 +73,7 @@ EXPORT jlong JVM_GetNanoTimeAdjustment(JNIEnv *env, jclass ignored, jlong offset
     return diff * 1000000000 + ts.tv_nsec;
 }
 
-EXPORT void JVM_BeforeHalt(void)
-{
-}
+EXPORT void JVM_BeforeHalt(void) {}
 
 EXPORT void JVM_Halt(jint code)
 {
@@ -85,9 +81,7 @@ EXPORT void JVM_Halt(jint code)
     _exit(code);
 }
 
-EXPORT void JVM_GC(void)
-{
-}
+EXPORT void JVM_GC(void) {}
 
 EXPORT void JVM_Yield(JNIEnv *env, jclass cls)
 {
@@ -128,7 +122,7 @@ EXPORT jint JVM_FindSignal(const char *name)
     static const struct {
         const char *name;
         int sig;
-    } table[] = {{"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"TERM", SIGTERM}, {"USR1", SIGUSR1},
+    } table[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"TERM", SIGTERM}, {"USR1", SIGUSR1},
                  {"USR2", SIGUSR2}, {"ALRM", SIGALRM}, {"CHLD", SIGCHLD}, {"PIPE", SIGPIPE}, {"WINCH", SIGWINCH}};
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (strcmp(table[i].name, name) == 0)
