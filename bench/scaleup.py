@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -47,12 +46,6 @@ PROBE_RATE = 20.0
 UP_BOUND_S = 120  # a replica that is not UP (or has served nothing) by then is recorded as a failure
 CONNS = 64
 REFERENCE = os.path.join(run.HERE, "reference", "003.json")
-
-
-def start_detached(t):
-    """Execs t's start command (as Target.start does) without polling it: only HAProxy talks to it."""
-    with open(t.log_path, "ab") as logf:
-        t.proc = subprocess.Popen(t.argv, env=t.env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def ident(pid):
@@ -110,7 +103,7 @@ def one_run(spec, preon_bin, pgport, pgdir, p):
         loader.start()
         time.sleep(p["start_at_s"])
         t0 = time.monotonic()
-        start_detached(reps[2])
+        reps[2].spawn()  # not polled: only HAProxy talks to it
         out["pids"].append(ident(reps[2].proc.pid))
         up = first = None
         while time.monotonic() < t0 + UP_BOUND_S and (up is None or first is None):
