@@ -38,7 +38,7 @@ import time
 import run
 from measure import free_port, log, main_pid, md_table, private_postgres_dir, results_header, rss_kb, save, wrk
 from measure import scaleup as su
-from measure.services import Cgroup, build_preon
+from measure.services import Cgroup, build_preon, supervise
 
 FULL = {"spike_s": 30, "start_at_s": 5, "idle_s": 3}
 QUICK = {"spike_s": 8, "start_at_s": 2, "idle_s": 2}
@@ -50,11 +50,7 @@ REFERENCE = os.path.join(run.HERE, "reference", "003.json")
 
 def ident(pid):
     """(pid, start time in clock ticks): tells a process from a later one with the same PID."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return [pid, int(f.read().rsplit(")", 1)[1].split()[19])]
-    except (OSError, ValueError, IndexError):
-        return [pid, None]
+    return [pid, supervise.start_time(pid)]
 
 
 def one_run(spec, preon_bin, pgport, pgdir, p):

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -55,13 +54,6 @@ def rest_port(i):  # Patroni REST API of node 1..3
 
 def preon_port(i):  # replica 1..8
     return BASE + 50 + i
-
-
-def pgbin():
-    """The newest PostgreSQL's bin folder (PGBIN overrides it), or "" when none is installed."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: [int(x) for x in p.split("/")[4].split(".")
-                                                                            if x.isdigit()])
-    return os.environ.get("PGBIN") or (found[-1] if found else "")
 
 
 def log(msg):
@@ -116,7 +108,7 @@ def wait_for(timeout, what, ready, proc=None):
 
 
 def pg_isready(port, db=None):
-    argv = [os.path.join(pgbin(), "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)] + (["-d", db] if db else [])
+    argv = [os.path.join(templates.pg_bin(), "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)] + (["-d", db] if db else [])
     return subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
 
@@ -127,7 +119,7 @@ def write_configs():
     for i in NODES:
         os.makedirs(path("pg%d" % i), exist_ok=True)
         with open(path("pg%d" % i, "patroni.yml"), "w") as f:
-            f.write(templates.patroni_yaml("pg%d" % i, path("pg%d" % i), pg_port(i), rest_port(i), ETCD, pgbin(),
+            f.write(templates.patroni_yaml("pg%d" % i, path("pg%d" % i), pg_port(i), rest_port(i), ETCD, templates.pg_bin(),
                                            os.environ.get("PREON_STACK_FSYNC", "on")))
     with open(path("haproxy.cfg"), "w") as f:
         f.write(templates.haproxy_stack(path("haproxy.sock"), RW, RO, STATS,
@@ -181,7 +173,7 @@ def patroni_start(i):
 
 
 def load_schema():
-    q = [os.path.join(pgbin(), "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(RW),
+    q = [os.path.join(templates.pg_bin(), "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(RW),
          "-U", "postgres"]
     have = subprocess.run(q + ["-d", "postgres", "-Atc", "SELECT 1 FROM pg_database WHERE datname = 'preon'"],
                           check=True, capture_output=True, text=True).stdout.strip()
@@ -194,7 +186,7 @@ def load_schema():
 
 def need():
     missing = [c for c in ("etcd", "patroni", "haproxy", "pgbouncer") if not shutil.which(c)]
-    if not os.access(os.path.join(pgbin(), "postgres"), os.X_OK):
+    if not os.access(os.path.join(templates.pg_bin(), "postgres"), os.X_OK):
         missing.append("postgresql")
     if missing:
         log("missing: %s; installing (scripts/deps.sh stack)" % " ".join(missing))
@@ -304,12 +296,8 @@ def status():
         subprocess.run(["patronictl", "-c", path("pg1", "patroni.yml"), "list"], stderr=subprocess.DEVNULL)
     if pid_of("haproxy"):
         print("HAProxy (proxy, server, status):")
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/;csv" % STATS, timeout=2) as r:
-                rows = r.read().decode(errors="replace").splitlines()
-        except OSError:
-            rows = []
-        for row in rows:
+        _, body = supervise.http_get("http://127.0.0.1:%d/;csv" % STATS)
+        for row in body.decode(errors="replace").splitlines():
             f = row.split(",")
             if len(f) > 17 and not row.startswith(("#", "stats", "preon_live", "preon_noretry")) and \
                     f[1] not in ("FRONTEND", "BACKEND"):

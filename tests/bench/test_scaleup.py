@@ -14,7 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 from measure import scaleup as su  # noqa: E402
-from measure.services import templates  # noqa: E402 - scripts/fixtures/templates.py
+from measure.services import supervise, templates  # noqa: E402 - scripts/fixtures
 
 STAT = """# pxname,svname,qcur,status,hrsp_2xx,
 spike,FRONTEND,,OPEN,120,
@@ -69,11 +69,7 @@ class FiguresTest(unittest.TestCase):
 
 
 def alive(pid, start):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19]) == start
-    except OSError:
-        return False
+    return supervise.start_time(pid) == start
 
 
 class QuickRunTest(unittest.TestCase):

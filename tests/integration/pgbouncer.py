@@ -12,8 +12,7 @@ import tempfile
 
 from harness import end, supervise, templates
 
-PGBIN = subprocess.run(["sh", "-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1"], capture_output=True,
-                       text=True).stdout.strip()
+PGBIN = templates.pg_bin()
 
 
 class PgBouncer:
