@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,7 +38,7 @@ import time
 import run
 from measure import free_port, log, main_pid, md_table, private_postgres_dir, results_header, rss_kb, save, wrk
 from measure import scaleup as su
-from measure.services import Cgroup, build_preon
+from measure.services import Cgroup, build_preon, supervise
 
 FULL = {"spike_s": 30, "start_at_s": 5, "idle_s": 3}
 QUICK = {"spike_s": 8, "start_at_s": 2, "idle_s": 2}
@@ -49,19 +48,9 @@ CONNS = 64
 REFERENCE = os.path.join(run.HERE, "reference", "003.json")
 
 
-def start_detached(t):
-    """Execs t's start command (as Target.start does) without polling it: only HAProxy talks to it."""
-    with open(t.log_path, "ab") as logf:
-        t.proc = subprocess.Popen(t.argv, env=t.env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
-
-
 def ident(pid):
     """(pid, start time in clock ticks): tells a process from a later one with the same PID."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return [pid, int(f.read().rsplit(")", 1)[1].split()[19])]
-    except (OSError, ValueError, IndexError):
-        return [pid, None]
+    return [pid, supervise.start_time(pid)]
 
 
 def one_run(spec, preon_bin, pgport, pgdir, p):
@@ -110,7 +99,7 @@ def one_run(spec, preon_bin, pgport, pgdir, p):
         loader.start()
         time.sleep(p["start_at_s"])
         t0 = time.monotonic()
-        start_detached(reps[2])
+        reps[2].spawn()  # not polled: only HAProxy talks to it
         out["pids"].append(ident(reps[2].proc.pid))
         up = first = None
         while time.monotonic() < t0 + UP_BOUND_S and (up is None or first is None):

@@ -2,7 +2,8 @@
 """preon's one library for measuring and reporting, used by every script in bench/ and by the load and fault
 tests (tests/integration/harness.py): it never imports either. Modules:
 
-  services  a private PostgreSQL, the release build, services under test, cgroups
+  services  a private PostgreSQL, the release build, services under test, cgroups (processes through
+            scripts/fixtures/supervise.py, which tests/ and deploy/stack/ use too)
   load      wrk, ab and pgbench runs and the parsers of their output
   proc      /proc readers: RSS, CPU seconds, threads, process trees; file sizes
   report    progress log, results header, Markdown tables, results.json + report.md

@@ -8,12 +8,10 @@ total. Counts are of instructions executed, so they repeat for the same binary a
 load; they need nothing but valgrind."""
 import os
 import re
-import signal
 import subprocess
-import time
 
 from . import fixed_count
-from .services import get
+from .services import get, supervise
 
 _LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.+?)(?:\s+\[(.+)\])?\s*$")
 # objects → the group a report names; the first matching fragment wins
@@ -85,27 +83,15 @@ def run(argv, env, port, ready_path, path, n, warmup, conns, depth, out_file, lo
     Returns {"ir": total, "statuses": answers of the counted requests by status}."""
     vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s" % out_file, "--dump-instr=no",
           "--collect-jumps=no"] + list(argv)
-    with open(log_file, "ab") as logf:
-        proc = subprocess.Popen(vg, env=env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = supervise.spawn(vg, log_file, env=env, cwd=None, session=True)
     try:
-        deadline = time.monotonic() + 180
-        while get("http://127.0.0.1:%d%s" % (port, ready_path), 1) != 200:
-            if proc.poll() is not None:
-                raise RuntimeError("%s exited with %d under valgrind (log %s)" % (argv[0], proc.returncode, log_file))
-            if time.monotonic() > deadline:
-                raise RuntimeError("%s not ready under valgrind within 180 s (log %s)" % (argv[0], log_file))
-            time.sleep(0.2)
+        supervise.wait_ready(lambda: get("http://127.0.0.1:%d%s" % (port, ready_path), 1) == 200, 180,
+                             "%s under valgrind (log %s)" % (argv[0], log_file), proc, interval=0.2)
         if warmup:
             fixed_count.run("127.0.0.1", port, path, warmup, conns, depth, timeout)
         got = fixed_count.run("127.0.0.1", port, path, n, conns, depth, timeout)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        supervise.stop(proc, timeout=120, group=True)
     return {"ir": totals(out_file), "statuses": got["statuses"]}
 
 

@@ -1,31 +1,18 @@
 # SPDX-License-Identifier: MIT
 """Post 003's scale-up argument, measured: an HAProxy of its own in front of three replica slots (its
-configuration and its stats socket), a fixed-rate probe through it, and the figures taken from the probe's
-latencies (p95 per 1-s bucket, the recovery time). Used by bench/scaleup.py; no process is left running."""
+configuration from scripts/fixtures/templates.py, its stats socket), a fixed-rate probe through it, and the
+figures taken from the probe's latencies (p95 per 1-s bucket, the recovery time). Used by bench/scaleup.py; no
+process is left running."""
 import http.client
 import os
-import signal
 import socket
-import subprocess
 import threading
 import time
 
+from .services import supervise, templates
+
 SERVERS = ("r1", "r2", "r3")
 RECOVERY_FACTOR = 1.5  # recovered: p95 stays below this many times the idle p95 for the rest of the spike
-
-
-def haproxy_config(port, sock, server_ports, check_path="/fruits/1"):
-    """The configuration: deploy/stack/stack.sh's preon frontend where its settings apply (roundrobin, a health
-    check that must answer 200, redispatch, retry on a refused connection only), with the brief's timers."""
-    lines = ["global", "    maxconn 4000", "    stats socket %s mode 600 level admin" % sock, "",
-             "defaults", "    mode http", "    timeout connect 1s", "    timeout client 30s",
-             "    timeout server 10s", "    timeout check 1s", "",
-             "frontend spike", "    bind 127.0.0.1:%d" % port, "    default_backend replicas", "",
-             "backend replicas", "    balance roundrobin", "    option httpchk GET %s" % check_path,
-             "    http-check expect status 200", "    option redispatch 1", "    retries 2",
-             "    retry-on conn-failure", "    default-server inter 200 fall 2 rise 1"]
-    lines += ["    server %s 127.0.0.1:%d check" % (name, p) for name, p in zip(SERVERS, server_ports)]
-    return "\n".join(lines) + "\n"
 
 
 def parse_stat(csv_text, backend="replicas"):
@@ -51,28 +38,15 @@ class HAProxy:
         self.log_path = os.path.join(workdir, "haproxy.log")
         self.port = port
         with open(self.cfg, "w") as f:
-            f.write(haproxy_config(port, self.sock, server_ports, check_path))
+            f.write(templates.haproxy_spike(port, self.sock, list(zip(SERVERS, server_ports)), check_path))
         self.proc = None
 
     def start(self, timeout=10):
-        with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(["haproxy", "-db", "-f", self.cfg], stdout=logf, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("haproxy exited with %d: %s" % (self.proc.returncode, self.log_tail()))
-            if self.stats():
-                return
-            time.sleep(0.02)
-        raise RuntimeError("haproxy's stats socket did not answer within %ds" % timeout)
+        self.proc = supervise.spawn(["haproxy", "-db", "-f", self.cfg], self.log_path, cwd=None, session=True)
+        supervise.wait_ready(lambda: bool(self.stats()), timeout, "haproxy (its stats socket)", self.proc, self.log_path)
 
     def log_tail(self, lines=10):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
+        return supervise.log_tail(self.log_path, lines)
 
     def stats(self):
         """The backend's servers as `show stat` reports them; {} when the socket does not answer."""
@@ -101,13 +75,8 @@ class HAProxy:
         return False
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if self.proc:
+            supervise.stop(self.proc, timeout=10)
 
 
 def is_up(row):

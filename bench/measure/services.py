@@ -5,8 +5,6 @@ import contextlib
 import os
 import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,12 +16,9 @@ from .report import log
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 REPO = os.path.dirname(HERE)
 PG_SH = os.path.join(REPO, "scripts", "pg.sh")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+from fixtures import supervise, templates  # noqa: E402,F401 - scripts/fixtures: what bench, tests and deploy share
+from fixtures.supervise import free_port  # noqa: E402,F401 - measure's own name for it
 
 
 def get(url, timeout=2):
@@ -91,19 +86,18 @@ class Target:
         return self.base_url
 
     def log_tail(self, lines=20):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
+        return supervise.log_tail(self.log_path, lines)
+
+    def spawn(self):
+        """Starts the service's command in a session of its own (stop() ends the whole session: a start command
+        run through a shell takes its children along), its output to log_path; does not wait for it."""
+        self.proc = supervise.spawn(self.argv, self.log_path, env=self.env, cwd=None, session=True)
 
     def start(self, timeout=180):  # a JVM on a busy shared machine can take a minute
         """Starts the service; returns (seconds to first 200 on /hello (hello_path), seconds to first 200 on the DB
         path)."""
         t0 = time.monotonic()
-        with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=logf, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+        self.spawn()
         first_hello = first_db = None
         deadline = t0 + timeout
         while time.monotonic() < deadline and (first_hello is None or first_db is None):
@@ -122,17 +116,8 @@ class Target:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            # the whole session: a start command run through a shell takes its children along
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if self.proc:
+            supervise.stop(self.proc, timeout=15, group=True)
         self.proc = None
 
 

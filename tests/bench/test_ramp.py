@@ -5,8 +5,6 @@ driver must count the KOs, find the saturation point near N, and report none bel
 broken windows in a row keep a busy machine's noise from reading as a break, the slow server adds 300 ms, and the
 driver's own lag is not set aside here: that part is tested on recorded samples). About 20 s."""
 import os
-import socket
-import subprocess
 import sys
 import time
 import unittest
@@ -14,35 +12,24 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from measure.ramp import _parse, analyse, run_ramp  # noqa: E402
+from measure.services import free_port, supervise  # noqa: E402 - scripts/fixtures/supervise.py
 
 N = 100
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
     def __init__(self, mode, max_users=N):
         self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "ramp_server.py"), "--port", str(self.port),
-                                      "--max-users", str(max_users), "--mode", mode])
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("test server did not start")
+        self.proc = supervise.spawn([sys.executable, os.path.join(HERE, "ramp_server.py"), "--port", str(self.port),
+                                     "--max-users", str(max_users), "--mode", mode], os.devnull, cwd=None)
+        supervise.wait_ready(lambda: supervise.tcp_open(self.port, timeout=0.2), 10, "ramp_server.py", self.proc,
+                             interval=0.05)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        self.proc.wait(10)
+        supervise.stop(self.proc, 10)
 
 
 class RampTest(unittest.TestCase):

@@ -5,15 +5,14 @@ a server of known behaviour on 127.0.0.1, and a run that must fail loudly). No s
 must succeed takes a lag bound no machine reaches."""
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from measure import ramp_open  # noqa: E402
+from measure.services import free_port, supervise  # noqa: E402 - scripts/fixtures/supervise.py
 from scenarios.open004 import render  # noqa: E402
 
 
@@ -123,12 +122,6 @@ def ramp_open_params():
     return open004.QUICK
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class DriverTest(unittest.TestCase):
     """The Go driver built from bench/ramp004/driver and run briefly on 127.0.0.1."""
 
@@ -136,21 +129,13 @@ class DriverTest(unittest.TestCase):
     def setUpClass(cls):
         cls.driver = ramp_open.build_driver()
         cls.port = free_port()
-        cls.server = subprocess.Popen([sys.executable, os.path.join(HERE, "ramp_server.py"), "--port", str(cls.port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", cls.port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("ramp_server.py did not start")
+        cls.server = supervise.spawn([sys.executable, os.path.join(HERE, "ramp_server.py"), "--port", str(cls.port)],
+                                     os.devnull, cwd=None)
+        supervise.wait_ready(lambda: supervise.tcp_open(cls.port), 10, "ramp_server.py", cls.server, interval=0.05)
 
     @classmethod
     def tearDownClass(cls):
-        cls.server.terminate()
-        cls.server.wait()
+        supervise.stop(cls.server, 10)
 
     def drive(self, *extra):
         argv = ramp_open.driver_argv(self.driver, "http://127.0.0.1:%d" % self.port, 20, 20, 1, 0.01, 5, 1, drain=30,

@@ -14,6 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 from measure import scaleup as su  # noqa: E402
+from measure.services import supervise, templates  # noqa: E402 - scripts/fixtures
 
 STAT = """# pxname,svname,qcur,status,hrsp_2xx,
 spike,FRONTEND,,OPEN,120,
@@ -60,7 +61,7 @@ class FiguresTest(unittest.TestCase):
         self.assertIsNone(su.spread([None]))
 
     def test_haproxy_config(self):
-        cfg = su.haproxy_config(8000, "/x/s.sock", [1, 2, 3])
+        cfg = templates.haproxy_spike(8000, "/x/s.sock", list(zip(su.SERVERS, [1, 2, 3])))
         for line in ("stats socket /x/s.sock mode 600 level admin", "option httpchk GET /fruits/1",
                      "default-server inter 200 fall 2 rise 1", "retry-on conn-failure", "retries 2",
                      "timeout connect 1s", "timeout server 10s", "server r3 127.0.0.1:3 check"):
@@ -68,11 +69,7 @@ class FiguresTest(unittest.TestCase):
 
 
 def alive(pid, start):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19]) == start
-    except OSError:
-        return False
+    return supervise.start_time(pid) == start
 
 
 class QuickRunTest(unittest.TestCase):

@@ -19,7 +19,6 @@ import resource
 import shlex
 import signal
 import sys
-import socket
 import subprocess
 import tempfile
 import threading
@@ -38,7 +37,10 @@ LONG = os.environ.get("PREON_SCALE") == "long"
 SLOW = 20 if WRAPPER else 1
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
 import measure  # noqa: E402 - bench/measure: wrk and its parser, the /proc readers; tests import it from here
+from fixtures import supervise, templates  # noqa: E402,F401 - scripts/fixtures: the process supervisor, the templates
+from fixtures.supervise import free_port  # noqa: E402,F401 - the tests' name for it
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer")
 
@@ -48,12 +50,6 @@ def require_env():
         raise SystemExit("PREON_BIN is not set to a built binary")
     if not PGDIR:
         raise SystemExit("PREON_TEST_PGDIR is not set: run the tests through scripts/test.sh")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pg(cmd, pgdir=None, *args):
@@ -121,6 +117,7 @@ class Preon:
         self.args = list(args)
         self.wrapper = list(WRAPPER if wrapper is None else wrapper)  # e.g. valgrind and its options
         self.log = tempfile.NamedTemporaryFile(prefix="preon-", suffix=".log", delete=False)
+        self.log.close()  # the supervisor appends to it by name
         self.proc = None
 
     def start(self, probe=None):
@@ -129,22 +126,21 @@ class Preon:
         only, probe="/health/ready" for the connections only (a user without rights)."""
         probes = [probe] if probe else [self.env.get("PREON_HEALTH_READY_PATH", "/health/ready"), "/fruits"]
         # Run from a folder without config/preon.yaml so that only the environment configures it.
-        self.proc = subprocess.Popen([*self.wrapper, BIN, *self.args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     cwd=tempfile.gettempdir())
-        deadline = time.monotonic() + (90 if self.wrapper else 20)
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("preon exited with %d:\n%s" % (self.proc.returncode, self.output()))
+        self.proc = supervise.spawn([*self.wrapper, BIN, *self.args], self.log.name, env=self.env,
+                                    cwd=tempfile.gettempdir())
+
+        def ready():
             try:
-                if all(self.request("GET", path)[0] == 200 for path in probes):
-                    return self
+                return all(self.request("GET", path)[0] == 200 for path in probes)
             except OSError:
-                pass
-            time.sleep(0.02)
-        # Not ready: end it here, since a failed setUpClass never reaches tearDownClass.
-        self.proc.kill()
-        self.proc.wait()
-        raise AssertionError("preon did not become ready:\n" + self.output())
+                return False
+        try:
+            supervise.wait_ready(ready, 90 if self.wrapper else 20, "preon", self.proc)
+        except supervise.NotReady as e:
+            # Not ready: end it here, since a failed setUpClass never reaches tearDownClass.
+            supervise.stop(self.proc, timeout=0, sig=signal.SIGKILL)
+            raise AssertionError("%s:\n%s" % (e, self.output()))
+        return self
 
     def request(self, method, path, body=None, headers=None, timeout=10):
         """One request on a new connection: (status, headers dict with lower-case names, body bytes)."""
@@ -178,11 +174,9 @@ class Preon:
         """Waits for preon to exit by itself; returns its exit status. Fails on any sanitizer report."""
         if self.proc is None:
             return None
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        rc = supervise.exited(self.proc, timeout)
+        if rc is None:
+            supervise.stop(self.proc, timeout=0, sig=signal.SIGKILL)
             raise AssertionError("preon did not stop within %ds:\n%s" % (timeout, self.output()))
         out = self.output()
         for mark in SANITIZER_MARKS:
@@ -196,9 +190,8 @@ class Preon:
         return rc
 
     def cleanup(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            supervise.stop(self.proc, timeout=0, sig=signal.SIGKILL)
         try:
             os.unlink(self.log.name)
         except OSError:
@@ -275,13 +268,7 @@ def wrk_mix(port, total, paths, conns, threads=2, bound_s=600, timeout_s=10):
 
 def end(proc, timeout=10):
     """Ends a process this test started, by its PID: SIGTERM, then SIGKILL after `timeout` s. Returns its status."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    return proc.wait()
+    return supervise.stop(proc, timeout)
 
 
 class Clients:

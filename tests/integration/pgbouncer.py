@@ -1,20 +1,18 @@
 # SPDX-License-Identifier: MIT
 """A real PgBouncer (Debian's 1.18) on a free loopback port in front of a PostgreSQL, for the tests.
 
-PgBouncer refuses to run as root: as root it runs as the `postgres` user (Popen's user=, so that the process we
-start, and end by its PID, is PgBouncer itself). Trust authentication, database "preon", an admin console
-("pgbouncer" database) for SHOW POOLS / SHOW SERVERS."""
+PgBouncer refuses to run as root: as root it runs as the `postgres` user (the supervisor's as_user, so that the
+process we start, and end by its PID, is PgBouncer itself). Trust authentication, database "preon", an admin
+console ("pgbouncer" database) for SHOW POOLS / SHOW SERVERS; its ini from scripts/fixtures/templates.py, as
+deploy/stack/'s."""
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 
-from harness import end
+from harness import end, supervise, templates
 
-PGBIN = subprocess.run(["sh", "-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1"], capture_output=True,
-                       text=True).stdout.strip()
+PGBIN = templates.pg_bin()
 
 
 class PgBouncer:
@@ -22,43 +20,18 @@ class PgBouncer:
         self.port, self.mode = port, mode
         self.dir = tempfile.mkdtemp(prefix="preon-pgbouncer-")
         os.chmod(self.dir, 0o755)
-        self.ini = os.path.join(self.dir, "pgbouncer.ini")
-        with open(os.path.join(self.dir, "users.txt"), "w") as f:
-            f.write('"postgres" ""\n')
-        with open(self.ini, "w") as f:
-            f.write("""[databases]
-preon = host=127.0.0.1 port=%d dbname=preon user=postgres
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = trust
-auth_file = %s/users.txt
-admin_users = postgres
-pool_mode = %s
-default_pool_size = %d
-max_client_conn = 500
-logfile = %s/pgbouncer.log
-""" % (upstream_port, port, self.dir, mode, pool_size, self.dir))
+        self.ini = templates.write_pgbouncer(self.dir, port, upstream_port, mode, pool_size, 500)
         self.proc = None
 
     def start(self):
-        kw = {}
         if os.getuid() == 0:
             subprocess.run(["chown", "-R", "postgres:postgres", self.dir], check=True)
-            kw = dict(user="postgres", group="postgres", extra_groups=[])
-        self.proc = subprocess.Popen(["pgbouncer", self.ini], cwd="/", stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, **kw)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("pgbouncer exited with %d:\n%s" % (self.proc.returncode, self.log()))
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("pgbouncer did not listen:\n" + self.log())
+        self.proc = supervise.spawn(["pgbouncer", self.ini], os.devnull, user="postgres")
+        try:
+            supervise.wait_ready(lambda: supervise.tcp_open(self.port), 10, "pgbouncer", self.proc, interval=0.05)
+        except supervise.NotReady as e:
+            raise AssertionError("%s:\n%s" % (e, self.log()))
+        return self
 
     def url(self):
         return "postgresql://postgres@127.0.0.1:%d/preon" % self.port
@@ -72,11 +45,7 @@ logfile = %s/pgbouncer.log
         return [dict(zip(head, line.split("\t"))) for line in out[1:]]
 
     def log(self):
-        try:
-            with open(os.path.join(self.dir, "pgbouncer.log"), errors="replace") as f:
-                return f.read()[-4000:]
-        except OSError:
-            return ""
+        return supervise.log_tail(os.path.join(self.dir, "pgbouncer.log"), 10 ** 6)[-4000:]
 
     def stop(self):
         if self.proc is not None:

@@ -26,14 +26,12 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
-from harness import BIN, REPO, SLOW, main, record, require_env, scaled, wrk_mix
+from harness import BIN, REPO, SLOW, main, record, require_env, scaled, supervise, templates, wrk_mix
 from test_failover import Load
 
 STACK = os.path.join(REPO, "deploy", "stack", "stack.sh")
-PGBIN = subprocess.run(["sh", "-c", "ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1"], capture_output=True,
-                       text=True).stdout.strip()
+PGBIN = templates.pg_bin()
 BOUND_S = 90  # hang guard for a recovery, not a speed claim
 URLS = {}
 ENV = {}
@@ -71,14 +69,7 @@ def tearDownModule():
         shutil.rmtree(ENV["PREON_STACK_DIR"], ignore_errors=True)
 
 
-def get(url, timeout=2):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-    except OSError:
-        return None, b""
+get = supervise.http_get  # (status, body), (None, b"") when nothing answered
 
 
 def rest(i, path):
