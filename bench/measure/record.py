@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: MIT
+"""results.json as a typed record: one loader per shape that fails loudly, naming the file and the key path, on a
+field it needs, instead of a getter that returns None and becomes a "-" in a report.
+
+A bench/run.py record (Run) holds, per scenario and target, what the scenario's run returned, or what the runner
+recorded when the target failed it ({"error": …, "log_tail": …}) or skipped it ({"skipped": …}). A cell of a
+target that failed, and that the record says so, is a legitimate "-": cell() returns None. A key that a
+successful target's record lacks is a RecordError: "bench/published/x/results.json: scenarios.001.go.rps missing".
+Fields that older runs did not record yet are read with opt(), which says so at the call."""
+import dataclasses
+import json
+import os
+from typing import Optional
+
+from .rounds import spread
+
+RUN_SHAPE = ("date", "cpus", "quick", "targets", "params", "scenarios")  # every bench/run.py record since the first
+
+
+class RecordError(Exception):
+    """A results.json lacks a field its reader needs (or is not JSON)."""
+
+
+def where_of(path):
+    """A record's path as error messages name it: relative to the current folder when inside it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def load_json(path):
+    """The JSON of results.json at `path`; a RecordError naming the file when it is not there or not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise RecordError("%s: %s" % (where_of(path), e)) from None
+
+
+def need(obj, *keys, where="results.json", prefix=()):
+    """obj[k1][k2]…; a RecordError "WHERE: k1.k2… missing" (the path with `prefix` before it) at the first key that
+    is not there."""
+    v = obj
+    for i, k in enumerate(keys):
+        if not isinstance(v, dict) or k not in v:
+            raise RecordError("%s: %s missing" % (where, ".".join(str(x) for x in tuple(prefix) + keys[:i + 1])))
+        v = v[k]
+    return v
+
+
+def failed(v):
+    """Why a target's record of a scenario has no figures: the runner's error or skip reason, else None."""
+    if isinstance(v, dict):
+        if "error" in v:
+            return v["error"]
+        if "skipped" in v:
+            return v["skipped"]
+    return None
+
+
+def kind(path):
+    """Which script wrote results.json at `path`: run, throughput, cost, builds or scaleup."""
+    d = load_json(path)
+    for name, keys in (("run", ("scenarios",)), ("throughput", ("variants",)), ("cost", ("servers",)),
+                       ("builds", ("before", "rows")), ("scaleup", ("runs", "summary"))):
+        if all(k in d for k in keys):
+            return name
+    raise RecordError("%s: not a record of bench/'s scripts (keys %s)" % (where_of(path), ", ".join(sorted(d))))
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """The top level of a bench/run.py results.json. command, machine, kernel, args and loadavg_start are in every
+    run since 2026-12-01; partition (issue 28) and ramp004 (the open workload's ceiling) only in some."""
+    where: str  # the file, for error messages
+    date: str
+    cpus: int
+    quick: bool
+    targets: list
+    params: dict
+    scenarios: dict  # scenario → target → what it recorded
+    command: Optional[str] = None
+    machine: Optional[str] = None
+    kernel: Optional[str] = None
+    args: Optional[dict] = None
+    loadavg_start: Optional[list] = None
+    partition: Optional[dict] = None
+    ramp004: Optional[dict] = None
+    raw: dict = dataclasses.field(default_factory=dict, repr=False)  # the JSON as read, for json.dump and charts
+
+    def need(self, *keys):
+        """raw[k1][k2]…, a RecordError naming this file and the key path when one is missing."""
+        return need(self.raw, *keys, where=self.where)
+
+    def runs(self, s):
+        """Scenario s's records by target ({} when s was not run)."""
+        return self.scenarios.get(s, {})
+
+    def result(self, s, n):
+        """Target n's record of scenario s; None when s was not run or n failed it and the record says so."""
+        if s not in self.scenarios:
+            return None
+        v = need(self.scenarios, s, n, where=self.where, prefix=("scenarios",))
+        return None if failed(v) is not None else v
+
+    def cell(self, s, n, *keys):
+        """scenarios[s][n][keys…]: None when target n failed s (or s was not run), a RecordError when missing."""
+        v = self.result(s, n)
+        return None if v is None else need(v, *keys, where=self.where, prefix=("scenarios", s, n))
+
+    def opt(self, s, n, *keys):
+        """scenarios[s][n][keys…] for a field that older runs did not record: None when it is absent."""
+        v = self.result(s, n)
+        for k in keys:
+            v = v.get(k) if isinstance(v, dict) else None
+        return v
+
+    def spread(self, s, n, *keys):
+        """A figure as a Spread (median, min–max) where it was measured in rounds; cell()'s None and RecordError."""
+        if self.cell(s, n, *keys) is None:
+            return None
+        return spread(self.result(s, n), *keys)
+
+
+def run_from(results, where="this run's results"):
+    """A bench/run.py record from its JSON (a dict): a RecordError naming `where` on a missing top-level field."""
+    if isinstance(results, Run):
+        return results
+    fields = {k: need(results, k, where=where) for k in RUN_SHAPE}
+    optional = {f.name: results.get(f.name) for f in dataclasses.fields(Run)
+                if f.name not in RUN_SHAPE and f.name not in ("where", "raw")}
+    return Run(where=where, raw=results, **fields, **optional)
+
+
+def load(path):
+    """bench/run.py's results.json at `path` as a Run."""
+    return run_from(load_json(path), where_of(path))
