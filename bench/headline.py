@@ -62,11 +62,9 @@ def _artifact(sc, n):
     return ("%.2f" if a < 1e6 else "%.1f") % (a / 1e6) + NOTES.get(n, "")
 
 
-def _ramp004_row(folder, names, refs, nat):
-    """Post 004's row from a ramp004 run (bench/run.py --scenario ramp004): open arrivals to each target's break."""
-    with open(os.path.join(REPO, folder, "results.json")) as f:
-        r4 = json.load(f)
-    runs = r4["scenarios"]["ramp004"]
+def _ramp004_row(runs, names, refs, nat):
+    """Post 004's row from ramp004 runs (bench/run.py --scenario ramp004, target → run): open arrivals to each
+    target's break."""
 
     def cell(n):
         r = runs.get(n)
@@ -85,19 +83,28 @@ def _ramp004_row(folder, names, refs, nat):
                 _pub(refs, "004", "memory", nat, table="chapter 6", f="{:g}"))])
 
 
+def _same_stack(n):
+    """An image run's target NAME-image is NAME: the same stack."""
+    return n[:-len("-image")] if n.endswith("-image") else n
+
+
 def overlay(results, folders):
-    """`results` with the scenarios of other recorded runs laid over it (a target NAME-image counts as NAME: an
-    image run of the same stack), and the folder of a ramp004 run among them, or None."""
+    """`results` with the scenarios of other recorded runs laid over it, target by target (a target NAME-image
+    counts as NAME: an image run of the same stack); a target that only an overlaid run has is appended to the
+    targets. Returns (those results, the ramp004 runs of the overlaid folders merged, target → run, or None)."""
     sc, ramp004 = dict(results["scenarios"]), None
+    names = list(results["targets"])
     for folder in (folders or "").split():
         with open(os.path.join(REPO, folder, "results.json")) as f:
             other = json.load(f)
-        if "ramp004" in other["scenarios"]:
-            ramp004 = folder
-            continue
+        names += [n for n in map(_same_stack, other.get("targets", [])) if n not in names]
         for s, runs in other["scenarios"].items():
-            sc[s] = {(n[:-len("-image")] if n.endswith("-image") else n): v for n, v in runs.items()}
-    return dict(results, scenarios=sc), ramp004
+            theirs = {_same_stack(n): v for n, v in runs.items()}
+            if s == "ramp004":
+                ramp004 = dict(ramp004 or {}, **theirs)
+            else:
+                sc[s] = {**sc.get(s, {}), **theirs}
+    return dict(results, targets=names, scenarios=sc), ramp004
 
 
 def smallest_serving(runs, n):
@@ -123,9 +130,10 @@ def matrix_cell(runs, n, label):
 
 
 def render_published(results, refs, more=None):
-    """The published suite's summary; `more`: folders of other recorded runs whose scenarios replace the suite's
-    (e.g. 000 and 001 in rounds, limits and matrix on the images), and a ramp004 run's, whose open workload gives
-    post 004's row instead of the suite's closed ramp."""
+    """The published suite's summary; `more`: folders of other recorded runs whose scenarios replace the suite's,
+    target by target (e.g. 000 and 001 in rounds, limits and matrix on the images, a target of its own in a
+    column of its own), and ramp004 runs', whose open workload gives post 004's row instead of the suite's closed
+    ramp."""
     results, ramp004 = overlay(results, more)
     names, sc = results["targets"], results["scenarios"]
 
