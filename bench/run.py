@@ -176,10 +176,13 @@ def make_peer(t, pgport, pgdir, build_first):
 
 class Runner:
     """Runs the registered scenarios (scenarios/) on the targets: a scenario's fn(runner, i) calls each(), ensure()
-    and record(), and reads p (the parameters), args, targets, results and pgdir."""
+    and record(), and reads p (the parameters), args, targets, results, pgdir (PostgreSQL's folder), partition (the
+    CPU partition, or None), images (limits and matrix on each target's image) and image_target(spec, image) (the
+    Target of a spec's container image)."""
 
-    def __init__(self, args, targets):
+    def __init__(self, args, targets, pgdir=None, partition=None, images=False, image_target=None):
         self.args, self.targets = args, targets
+        self.pgdir, self.partition, self.images, self.image_target = pgdir, partition, images, image_target
         self.p = dict(QUICK if args.quick else FULL)
         for item in getattr(args, "set", None) or []:
             key, _, value = item.partition("=")
@@ -188,6 +191,9 @@ class Runner:
             self.p["limit_s"] = args.limit_seconds
         self.results = results_header(args, quick=args.quick, params=self.p, targets=[t.name for t in targets],
                                       scenarios={})
+        if partition is not None:
+            self.results["partition"] = partition.record(
+                partition.detect() if partition.enabled else partition.detect(("nproc",)))
         self.started = time.monotonic()
 
     def record(self, scenario, target, value):
@@ -333,15 +339,10 @@ def main():
         partition.place_postgres(pgdir)
         targets = [make_target(t, preon_bin, pgport, pgdir, "build" not in names, partition) for t in specs]
         try:
-            runner = Runner(args, targets)
-            runner.results["partition"] = partition.record(
-                partition.detect() if partition.enabled else partition.detect(("nproc",)))
-            runner.partition = partition
-            runner.pgdir = pgdir
-            runner.images = use_images
-            runner.image_target = lambda spec, image: make_target(
-                {"name": spec["name"], "image": image, "db-path": spec.get("db-path", "/fruits")}, preon_bin, pgport,
-                partition=partition)
+            runner = Runner(args, targets, pgdir=pgdir, partition=partition, images=use_images,
+                            image_target=lambda spec, image: make_target(
+                                {"name": spec["name"], "image": image, "db-path": spec.get("db-path", "/fruits")},
+                                preon_bin, pgport, partition=partition))
             results = runner.run(names)
         finally:
             for t in targets:

@@ -283,7 +283,7 @@ def under_each_cap(runner, name, i, fn, row_s):
     missing unless in --quick mode; a target without one reports why."""
     def run(t):
         t.stop()
-        if getattr(runner, "images", False) and not isinstance(t, ImageTarget):
+        if runner.images and not isinstance(t, ImageTarget):
             t = runner.image_target(t.spec, images.ensure(t.spec, build=not runner.args.quick))
         return {limit_label(row): under_limits(t, row, fn) for row in caps(runner, name)}
     runner.each(name, i, run, len(caps(runner, name)) * row_s, start=False)  # run() starts its limited copy

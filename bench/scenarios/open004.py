@@ -83,7 +83,7 @@ def measure_ceiling(runner, driver, p):
     from measure import free_port
     port = free_port()
     argv = [ramp_open.build_epoll_hello(), str(port), "2"]
-    part = getattr(runner, "partition", None)
+    part = runner.partition
     srv = subprocess.Popen(part.wrap("target", argv) if part else argv, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
