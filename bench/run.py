@@ -42,13 +42,13 @@ The partition, and the CPU count nproc, a JVM and Go detect in the target's set,
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
 import argparse
-import json
 import os
 import shlex
 import subprocess
 import time
 
 import scenarios
+from measure import record
 from measure import (HERE, REPO, Target, build_preon, free_port, log, preon_env, private_postgres_dir, results_header,
                      save)
 from measure.container import ImageTarget, docker_ready, parse_limits
@@ -232,19 +232,20 @@ class Runner:
 
 
 def render(results):
-    """Markdown: the run's header, then each scenario's section in the order of the registry (scenarios/)."""
-    out = ["Measured %s on %d CPUs%s; targets: %s." % (results["date"], results["cpus"],
-                                                       " (quick mode)" if results["quick"] else "",
-                                                       ", ".join(results["targets"])), "", partition_line(results)]
+    """Markdown of a run's results (a measure.record.Run, or its JSON): the run's header, then each scenario's
+    section in the order of the registry (scenarios/)."""
+    rec = record.run_from(results)
+    out = ["Measured %s on %d CPUs%s; targets: %s." % (rec.date, rec.cpus, " (quick mode)" if rec.quick else "",
+                                                       ", ".join(rec.targets)), "", partition_line(rec)]
     for s in scenarios.REGISTRY.values():
-        if s.name in results["scenarios"]:
-            out.extend(s.render(results, s.name))
+        if s.name in rec.scenarios:
+            out.extend(s.render(rec, s.name))
     return "\n".join(out) + "\n"
 
 
-def partition_line(results):
+def partition_line(rec):
     """The report's sentence on the CPU partition, with what each runtime detected in the target's set."""
-    part = results.get("partition")
+    part = rec.partition
     if not part:
         return "CPU partition: none recorded (a run from before issue 28: every role on every CPU)."
     det = part.get("detected") or {}
@@ -305,8 +306,7 @@ def main():
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
     args = ap.parse_args()
     if args.render:
-        with open(os.path.join(args.render, "results.json")) as f:
-            results = json.load(f)
+        results = record.load(os.path.join(args.render, "results.json")).raw
         pngs = charts(results, args.render)
         save(results, render(results) + "".join("\n![%s](%s)\n" % (os.path.basename(p), os.path.basename(p))
                                                 for p in pngs), args.render)

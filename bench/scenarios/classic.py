@@ -14,7 +14,7 @@ from measure import main_pid as process_main_pid
 from measure import images
 from measure.container import ImageTarget, PeakSampler, cgroup_mem_bytes, limit_label, parse_limits
 
-from . import params, plots, published_docker, scenario
+from . import on_json, params, plots, published_docker, scenario
 
 FULL = {"hello_s": 60, "latency_s": 20, "ab_n": 10000, "starts": 5, "limit_s": 60, "c10k_conns": 10000, "c10k_s": 30,
         "limits": "mem=8m,cpus=1;mem=16m,cpus=1;mem=32m,cpus=1;mem=64m,cpus=1;mem=128m,cpus=1;mem=256m,cpus=1",
@@ -167,18 +167,18 @@ def render_limits(results, s):
 
 # ---------------------------------------------------------------- the scenarios
 
-@scenario("hello", render_wrk, suite="classic")
+@scenario("hello", on_json(render_wrk), suite="classic")
 def hello(runner, i):
     runner.each("hello", i, lambda t: wrk(t.url + "/hello", 50, runner.p["hello_s"], threads=10), runner.p["hello_s"])
 
 
-@scenario("hello-latency", render_wrk, suite="classic")
+@scenario("hello-latency", on_json(render_wrk), suite="classic")
 def hello_latency(runner, i):
     runner.each("hello-latency", i, lambda t: wrk(t.url + "/hello", 50, runner.p["latency_s"], threads=2),
                 runner.p["latency_s"])
 
 
-@scenario("db", render_db, suite="classic")
+@scenario("db", on_json(render_db), suite="classic")
 def db(runner, i):
     def run(t):
         t.stop()  # cold: a fresh start, as the published Go-vs-Quarkus runs did
@@ -188,7 +188,7 @@ def db(runner, i):
     runner.each("db", i, run, 20)
 
 
-@scenario("startup", render_startup, suite="classic")
+@scenario("startup", on_json(render_startup), suite="classic")
 def startup(runner, i):
     def run(t):
         times, execs = [], []
@@ -204,7 +204,7 @@ def startup(runner, i):
     runner.each("startup", i, run, 2 * runner.p["starts"])
 
 
-@scenario("footprint", render_footprint, suite="classic")
+@scenario("footprint", on_json(render_footprint), suite="classic")
 def footprint(runner, i):
     def run(t):
         t.stop()
@@ -289,7 +289,7 @@ def under_each_cap(runner, name, i, fn, row_s):
     runner.each(name, i, run, len(caps(runner, name)) * row_s, start=False)  # run() starts its limited copy
 
 
-@scenario("limits", render_limits, suite=("classic", "published"))
+@scenario("limits", on_json(render_limits), suite=("classic", "published"))
 def limits(runner, i):
     def load(limited, mem, _times):
         pid = main_pid(limited)
@@ -303,7 +303,7 @@ def limits(runner, i):
     under_each_cap(runner, "limits", i, load, runner.p["limit_s"] + 3)
 
 
-@scenario("matrix", render_limits, suite=("classic", "published"))
+@scenario("matrix", on_json(render_limits), suite=("classic", "published"))
 def matrix(runner, i):
     def measure(limited, mem, times):
         pid = main_pid(limited)
@@ -322,7 +322,7 @@ def matrix(runner, i):
     under_each_cap(runner, "matrix", i, measure, runner.p["idle_s"] + 20)
 
 
-@scenario("c10k", render_wrk, suite="classic")
+@scenario("c10k", on_json(render_wrk), suite="classic")
 def c10k(runner, i):
     n = runner.p["c10k_conns"]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -337,7 +337,7 @@ def c10k(runner, i):
     runner.each("c10k", i, run, runner.p["c10k_s"] + 2)
 
 
-@scenario("rounds", render_rounds)
+@scenario("rounds", on_json(render_rounds))
 def rounds(runner, i):
     """Side by side: wrk on /hello and on the DB path at each connection count, rounds_n rounds with the order
     of the targets alternated, so that a noisy machine hurts every target alike; medians per target."""

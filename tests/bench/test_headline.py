@@ -71,7 +71,8 @@ class OverlayTest(unittest.TestCase):
                          ["OOM-killed under ab", "OOM-killed at start", "1,234; 3.0 MiB"])
         with tempfile.TemporaryDirectory(dir=REPO) as d:
             with open(os.path.join(d, "results.json"), "w") as f:
-                f.write('{"scenarios": {"limits": {"preon-image": {"k": 1}}}}')
+                f.write('{"date": "2026-12-01", "cpus": 2, "quick": true, "params": {}, "targets": ["preon-image"], '
+                        '"scenarios": {"limits": {"preon-image": {"k": 1}}}}')
             out, ramp = headline.overlay({"targets": ["preon"], "scenarios": {"000": {"preon": {}}}},
                                          os.path.relpath(d, REPO))
             self.assertEqual((out["scenarios"]["limits"], "000" in out["scenarios"], ramp), ({"preon": {"k": 1}}, True, None))
@@ -101,6 +102,17 @@ class OverlayTest(unittest.TestCase):
         self.assertEqual(ramp, {"preon": {"a": 1}, "go": {"a": 2}, "quarkus-native": {"b": 3}})
         self.assertNotIn("ramp004", out["scenarios"])
         self.assertEqual(base["targets"], ["preon", "go"], "the base's record is left as it was")
+
+    def test_a_record_that_lacks_a_field_is_named(self):
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        import headline  # noqa: E402
+        from measure import record  # noqa: E402
+        with tempfile.TemporaryDirectory(dir=REPO) as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump({"date": "2026-12-01", "cpus": 2, "quick": True, "params": {}, "scenarios": {}}, f)
+            with self.assertRaises(record.RecordError) as e:
+                headline.overlay({"targets": [], "scenarios": {}}, os.path.relpath(d, REPO))
+            self.assertIn("results.json: targets missing", str(e.exception))
 
 
 if __name__ == "__main__":
