@@ -121,14 +121,52 @@ class Run:
         return spread(self.result(s, n), *keys)
 
 
+@dataclasses.dataclass(frozen=True)
+class Throughput:
+    """The top level of a bench/throughput.py results.json: per variant (plain, pgss) the medians by test and
+    target, the peak RSS by target and, for pgss, the statements tracked. machine, kernel and partition are in
+    the runs since 2026-12-01 (partition since issue 28)."""
+    where: str
+    date: str
+    cpus: int
+    command: str
+    args: dict
+    status: dict  # target → "ok" or why it did not run
+    postgres: str
+    variants: dict
+    preon_commit: Optional[str] = None
+    loadavg_start: Optional[list] = None
+    loadavg_end: Optional[list] = None
+    machine: Optional[str] = None
+    kernel: Optional[str] = None
+    partition: Optional[dict] = None
+    raw: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def need(self, *keys):
+        """raw[k1][k2]…, a RecordError naming this file and the key path when one is missing."""
+        return need(self.raw, *keys, where=self.where)
+
+
+def load_throughput(path):
+    """bench/throughput.py's results.json at `path` as a Throughput."""
+    return _typed(Throughput, load_json(path), where_of(path),
+                  ("date", "cpus", "command", "args", "status", "postgres", "variants"))
+
+
+def _typed(cls, d, where, required):
+    """A dataclass `cls` of JSON `d`: its `required` fields a RecordError naming `where` when missing, the others
+    None when absent."""
+    fields = {k: need(d, k, where=where) for k in required}
+    optional = {f.name: d.get(f.name) for f in dataclasses.fields(cls)
+                if f.name not in required and f.name not in ("where", "raw")}
+    return cls(where=where, raw=d, **fields, **optional)
+
+
 def run_from(results, where="this run's results"):
     """A bench/run.py record from its JSON (a dict): a RecordError naming `where` on a missing top-level field."""
     if isinstance(results, Run):
         return results
-    fields = {k: need(results, k, where=where) for k in RUN_SHAPE}
-    optional = {f.name: results.get(f.name) for f in dataclasses.fields(Run)
-                if f.name not in RUN_SHAPE and f.name not in ("where", "raw")}
-    return Run(where=where, raw=results, **fields, **optional)
+    return _typed(Run, results, where, RUN_SHAPE)
 
 
 def load(path):
