@@ -57,7 +57,7 @@ def _artifact(rec, n):
     closure = rec.opt("build", n, "closure_bytes") if n in rec.runs("build") else None  # since 2026-12-01
     if closure:
         return "%.1f" % (closure / 1e6)
-    a = _opt(rec, "001", n, "artifact_bytes")
+    a = _fig(rec, "001", n, "artifact_bytes", optional=True)
     return ("%.2f" if a < 1e6 else "%.1f") % (a / 1e6) + NOTES.get(n, "")
 
 
@@ -133,22 +133,12 @@ class _Dash(Exception):
     the run's targets: a column another folder added), or the figure was recorded as none (e.g. OOM-killed)."""
 
 
-def _fig(rec, s, n, *keys):
-    """rec's scenarios[s][n][keys…]; _Dash as above, a RecordError when the key is missing."""
+def _fig(rec, s, n, *keys, optional=False):
+    """rec's scenarios[s][n][keys…]; _Dash as above; a RecordError when the key is missing, unless `optional`: a
+    figure recorded only where it applies (an artifact that was there, an image's size), _Dash when it is absent."""
     if n not in rec.runs(s):
         raise _Dash()
-    v = rec.cell(s, n, *keys)
-    if v is None:
-        raise _Dash()
-    return v
-
-
-def _opt(rec, s, n, *keys):
-    """rec's scenarios[s][n][keys…] for a figure recorded only where it applies (an artifact that was there, an
-    image's size); _Dash when the target has none."""
-    if n not in rec.runs(s):
-        raise _Dash()
-    v = rec.opt(s, n, *keys)
+    v = (rec.opt if optional else rec.cell)(s, n, *keys)
     if v is None:
         raise _Dash()
     return v
@@ -242,7 +232,7 @@ def render_published(path, refs, more=None):
                                      if image else "003: exec → first 200 on the DB path, ms / a repeat request, ms")]
                     + each(lambda n: "%s / %.1f" % ("{:,.0f}".format(_fig(rec, "003", n, "first_db_ms")),
                                                     _fig(rec, "003", n, "repeat_db_ms"))
-                           + (" / %.1f" % (_opt(rec, "003", n, "image_bytes") / 1e6) if image else "")) + [
+                           + (" / %.1f" % (_fig(rec, "003", n, "image_bytes", optional=True) / 1e6) if image else "")) + [
             "Quarkus JVM pod start %s–%s s, first request %s s; native < %s s, %s ms" % (
                 _pub(refs, "003", "pod_startup_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM", f="{:g}"),
                 refdata.find(refs, "003", "pod_startup_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM")[-1]["value"],

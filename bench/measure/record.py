@@ -67,29 +67,36 @@ def kind(path):
     raise RecordError("%s: not a record of bench/'s scripts (keys %s)" % (where_of(path), ", ".join(sorted(d))))
 
 
-@dataclasses.dataclass(frozen=True)
-class Run:
-    """The top level of a bench/run.py results.json. command, machine, kernel, args and loadavg_start are in every
-    run since 2026-12-01; partition (issue 28) and ramp004 (the open workload's ceiling) only in some."""
-    where: str  # the file, for error messages
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Record:
+    """What every record holds: the file it was read from, for error messages, the JSON as read (for json.dump,
+    charts, and renderers that still read dicts), and the header every script writes (measure.results_header):
+    machine, kernel and loadavg_start since 2026-12-01, partition since issue 28."""
+    where: str
+    raw: dict = dataclasses.field(repr=False)
     date: str
     cpus: int
+    machine: Optional[str] = None
+    kernel: Optional[str] = None
+    loadavg_start: Optional[list] = None
+    partition: Optional[dict] = None
+
+    def need(self, *keys):
+        """raw[k1][k2]…, a RecordError naming this file and the key path when one is missing."""
+        return need(self.raw, *keys, where=self.where)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Run(_Record):
+    """The top level of a bench/run.py results.json. command and args are in every run since 2026-12-01, ramp004
+    (the open workload's ceiling) in its runs."""
     quick: bool
     targets: list
     params: dict
     scenarios: dict  # scenario → target → what it recorded
     command: Optional[str] = None
-    machine: Optional[str] = None
-    kernel: Optional[str] = None
     args: Optional[dict] = None
-    loadavg_start: Optional[list] = None
-    partition: Optional[dict] = None
     ramp004: Optional[dict] = None
-    raw: dict = dataclasses.field(default_factory=dict, repr=False)  # the JSON as read, for json.dump and charts
-
-    def need(self, *keys):
-        """raw[k1][k2]…, a RecordError naming this file and the key path when one is missing."""
-        return need(self.raw, *keys, where=self.where)
 
     def runs(self, s):
         """Scenario s's records by target ({} when s was not run)."""
@@ -121,30 +128,17 @@ class Run:
         return spread(self.result(s, n), *keys)
 
 
-@dataclasses.dataclass(frozen=True)
-class Throughput:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Throughput(_Record):
     """The top level of a bench/throughput.py results.json: per variant (plain, pgss) the medians by test and
-    target, the peak RSS by target and, for pgss, the statements tracked. machine, kernel and partition are in
-    the runs since 2026-12-01 (partition since issue 28)."""
-    where: str
-    date: str
-    cpus: int
+    target, the peak RSS by target and, for pgss, the statements tracked."""
     command: str
     args: dict
     status: dict  # target → "ok" or why it did not run
     postgres: str
     variants: dict
     preon_commit: Optional[str] = None
-    loadavg_start: Optional[list] = None
     loadavg_end: Optional[list] = None
-    machine: Optional[str] = None
-    kernel: Optional[str] = None
-    partition: Optional[dict] = None
-    raw: dict = dataclasses.field(default_factory=dict, repr=False)
-
-    def need(self, *keys):
-        """raw[k1][k2]…, a RecordError naming this file and the key path when one is missing."""
-        return need(self.raw, *keys, where=self.where)
 
 
 def load_throughput(path):
