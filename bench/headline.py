@@ -248,12 +248,12 @@ def render_published(path, refs, more=None):
 
 
 def render_throughput(path, refs, _=None):
-    return "\n".join(Table(record.load_json(path), "plain").main_rows(TESTS)) + "\n"
+    return "\n".join(Table(record.load_throughput(path).raw, "plain").main_rows(TESTS)) + "\n"
 
 
 def render_section(path, refs, prefix):
     import run  # noqa: E402 - only here: it brings the whole of bench/run.py
-    lines = (throughput_report.render(record.load_json(path)) if record.kind(path) == "throughput"
+    lines = (throughput_report.render(record.load_throughput(path).raw) if record.kind(path) == "throughput"
              else run.render(record.load(path))).splitlines()
     for i, line in enumerate(lines):
         if line.startswith("#") and line.lstrip("#").strip().startswith(prefix):

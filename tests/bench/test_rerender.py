@@ -63,7 +63,7 @@ def render(folder):
         results = record.load(path).raw
         return run.render(results) + chart_lines(results, folder)
     if kind == "throughput":
-        return throughput_report.render(record.load_json(path))
+        return throughput_report.render(record.load_throughput(path).raw)
     if kind == "cost":
         return cost_report.render(cost_report.load(path))
     if kind == "builds":
