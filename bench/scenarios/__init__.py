@@ -2,8 +2,8 @@
 """bench/run.py's scenarios, in one registry. A scenario is a function fn(runner, i) (runner: run.py's Runner, which
 runs a function on every target in turn and records what it returns; i: the scenario's place in the run, which
 alternates the order of the targets) registered with @scenario(NAME, render=R, suite=SUITE): R(record, NAME)
-(record: the run's results.json as a measure.record.Run) gives the Markdown lines of its section of report.md, SUITE the suite (or a tuple of suites) of run.py's --suite
-it belongs to (besides `all`). A module registers its parameters (FULL, QUICK: the published durations and the --quick ones) with
+(record: the run's results.json as a measure.record.Run) gives the Markdown lines of its section of report.md,
+SUITE the suite (or a tuple of suites) of run.py's --suite it belongs to (besides `all`). A module registers its parameters (FULL, QUICK: the published durations and the --quick ones) with
 params() and its charts with @plots. run.py's --scenario list, its --help, its runs and its report come from here,
 in the order of registration:
 
