@@ -17,12 +17,11 @@ whose heading starts with PREFIX, without its heading.
 """
 import argparse
 import glob
-import json
 import os
 import re
 import sys
 
-from measure import REPO, Spread, md_table, refdata, throughput_report
+from measure import REPO, Spread, md_table, record, refdata, throughput_report
 from measure.rounds import spread
 from scenarios import published_docker
 from measure.throughput_report import TESTS, Table
@@ -53,25 +52,23 @@ def _pub(refs, post, metric, system, condition=None, table=None, f="{:,.0f}"):
     return rs[0].get("outcome") or "N/A" if rs[0]["value"] is None else f.format(rs[0]["value"])
 
 
-def _artifact(sc, n):
+def _artifact(rec, n):
     """The artifact with its runtime closure (the build scenario's, measured one way for all), else the artifact."""
-    b = sc.get("build", {}).get(n, {})
-    if b.get("closure_bytes"):
-        return "%.1f" % (b["closure_bytes"] / 1e6)
-    a = sc["001"][n]["artifact_bytes"]
+    closure = rec.opt("build", n, "closure_bytes") if n in rec.runs("build") else None  # since 2026-12-01
+    if closure:
+        return "%.1f" % (closure / 1e6)
+    a = _fig(rec, "001", n, "artifact_bytes", optional=True)
     return ("%.2f" if a < 1e6 else "%.1f") % (a / 1e6) + NOTES.get(n, "")
 
 
-def _ramp004_row(folder, names, refs, nat):
-    """Post 004's row from a ramp004 run (bench/run.py --scenario ramp004): open arrivals to each target's break."""
-    with open(os.path.join(REPO, folder, "results.json")) as f:
-        r4 = json.load(f)
-    runs = r4["scenarios"]["ramp004"]
+def _ramp004_row(runs, names, refs, nat):
+    """Post 004's row from ramp004 runs (bench/run.py --scenario ramp004, target → run): open arrivals to each
+    target's break."""
 
     def cell(n):
         r = runs.get(n)
-        if not r or "summary" not in r or not r["summary"]:
-            return "-"
+        if r is None or record.failed(r) is not None or not record.need(r, "summary", where="ramp004 run of " + n):
+            return "-"  # not among that run's targets, failed it, or the driver gave no summary
         s, sat = r["summary"], r.get("saturation")
         point = "%s @ %.0f/s" % ("{:,}".format(sat["users"]), sat["rate"]) if sat else "not reached"
         return "%s / %.1f / %s / %s%s" % (point, s["ko_pct"], "{:,.0f}".format(s["p95_ms"]), _mb(r["peak_rss_kb"]),
@@ -85,19 +82,28 @@ def _ramp004_row(folder, names, refs, nat):
                 _pub(refs, "004", "memory", nat, table="chapter 6", f="{:g}"))])
 
 
+def _same_stack(n):
+    """An image run's target NAME-image is NAME: the same stack."""
+    return n[:-len("-image")] if n.endswith("-image") else n
+
+
 def overlay(results, folders):
-    """`results` with the scenarios of other recorded runs laid over it (a target NAME-image counts as NAME: an
-    image run of the same stack), and the folder of a ramp004 run among them, or None."""
+    """`results` with the scenarios of other recorded runs laid over it, target by target (a target NAME-image
+    counts as NAME: an image run of the same stack); a target that only an overlaid run has is appended to the
+    targets. Returns (those results, the ramp004 runs of the overlaid folders merged, target → run, or None)."""
     sc, ramp004 = dict(results["scenarios"]), None
+    names = list(results["targets"])
     for folder in (folders or "").split():
-        with open(os.path.join(REPO, folder, "results.json")) as f:
-            other = json.load(f)
-        if "ramp004" in other["scenarios"]:
-            ramp004 = folder
-            continue
-        for s, runs in other["scenarios"].items():
-            sc[s] = {(n[:-len("-image")] if n.endswith("-image") else n): v for n, v in runs.items()}
-    return dict(results, scenarios=sc), ramp004
+        path = os.path.join(REPO, folder, "results.json")
+        other = record.load(path)
+        names += [n for n in map(_same_stack, other.targets) if n not in names]
+        for s, runs in other.scenarios.items():
+            theirs = {_same_stack(n): v for n, v in runs.items()}
+            if s == "ramp004":
+                ramp004 = dict(ramp004 or {}, **theirs)
+            else:
+                sc[s] = {**sc.get(s, {}), **theirs}
+    return dict(results, targets=names, scenarios=sc), ramp004
 
 
 def smallest_serving(runs, n):
@@ -122,53 +128,83 @@ def matrix_cell(runs, n, label):
     return "%s; %.1f MiB" % ("{:,.0f}".format(c["warm"]["rps"]), c["load_mem_bytes"] / 1048576.0)
 
 
-def render_published(results, refs, more=None):
-    """The published suite's summary; `more`: folders of other recorded runs whose scenarios replace the suite's
-    (e.g. 000 and 001 in rounds, limits and matrix on the images), and a ramp004 run's, whose open workload gives
-    post 004's row instead of the suite's closed ramp."""
-    results, ramp004 = overlay(results, more)
-    names, sc = results["targets"], results["scenarios"]
+class _Dash(Exception):
+    """The target has no figure in this cell, and the record says so: it failed the scenario (or it was not among
+    the run's targets: a column another folder added), or the figure was recorded as none (e.g. OOM-killed)."""
+
+
+def _fig(rec, s, n, *keys, optional=False):
+    """rec's scenarios[s][n][keys…]; _Dash as above; a RecordError when the key is missing, unless `optional`: a
+    figure recorded only where it applies (an artifact that was there, an image's size), _Dash when it is absent."""
+    if n not in rec.runs(s):
+        raise _Dash()
+    v = (rec.opt if optional else rec.cell)(s, n, *keys)
+    if v is None:
+        raise _Dash()
+    return v
+
+
+def _rps_of(rec, s, n, *keys):
+    _fig(rec, s, n, *keys)
+    return _rps(rec.result(s, n), *keys)
+
+
+def render_published(path, refs, more=None):
+    """The published suite's summary of the run at `path`; `more`: folders of other recorded runs whose scenarios
+    are laid over the suite's, target by target (e.g. 000 and 001 in rounds, limits and matrix on the images, a
+    target of its own in a column of its own), and ramp004 runs', whose open workload gives post 004's row instead
+    of the suite's closed ramp."""
+    results, ramp004 = overlay(record.load_json(path), more)
+    rec = record.run_from(results, record.where_of(path) + (" with %s laid over" % more if more else ""))
+    names, sc = rec.targets, rec.scenarios
 
     def each(fn):
         cells = []
         for n in names:
             try:
                 cells.append(fn(n))
-            except (KeyError, TypeError):  # the target failed this scenario: its report says why
+            except _Dash:  # the target failed this scenario: its report says why
                 cells.append("-")
         return cells
 
+    def caps_how(n):
+        how = rec.cell("001", n, "caps", "32", "how")
+        return "%s: %s" % (n, how.replace("cgroup memory.max 32 MiB", "cgroup"))
+
+    def peak_start_artifact(n):
+        start = _fig(rec, "001", n, "start_s")
+        return "%s / %s / %s" % (_mb(_fig(rec, "001", n, "memory_kb")), ("%.3f" if start < 1 else "%.2f") % start,
+                                 _artifact(rec, n))
+
     q = "Quarkus RESTEasy Reactive"
     nat = "Quarkus Reactive + R2DBC, native executable"  # as chapter 6 labels it
+    closure = any(rec.opt("build", n, "closure_bytes") for n in rec.runs("build"))  # recorded since 2026-12-01
     rows = [
         ["000: wrk -c50 -d20s /hello, warm, req/s; p99"] + each(
-            lambda n: "%s; p99 %.3g ms" % (_rps(sc["000"][n], "rps"), sc["000"][n]["p99"])) + [
+            lambda n: "%s; p99 %.3g ms" % (_rps_of(rec, "000", n, "rps"), _fig(rec, "000", n, "p99"))) + [
             "Quarkus JVM %s (%s ms), native %s (%s ms)" % (
                 _pub(refs, "000", "requests_per_s", "Quarkus JVM"), _pub(refs, "000", "latency_p99", "Quarkus JVM", f="{:.3g}"),
                 _pub(refs, "000", "requests_per_s", "Quarkus native"),
                 _pub(refs, "000", "latency_p99", "Quarkus native", f="{:.3g}"))],
-        ["001: wrk -t10 -c50 -d60s /hello, req/s"] + each(lambda n: _rps(sc["001"][n], "rps")) + [
+        ["001: wrk -t10 -c50 -d60s /hello, req/s"] + each(lambda n: _rps_of(rec, "001", n, "rps")) + [
             "%s JVM %s, native %s" % (q, _pub(refs, "001", "requests_per_s", q + " JVM"),
                                       _pub(refs, "001", "requests_per_s", q + " native"))],
         ["001: … under a 32 MiB cap (%s)" % "; ".join(
-            "%s: %s" % (n, sc["001"][n]["caps"]["32"]["how"].replace("cgroup memory.max 32 MiB", "cgroup"))
-            for n in names if "caps" in sc["001"].get(n, {}))] + each(
-            lambda n: _rps(sc["001"][n], "caps", "32", "rps")) + [
+            caps_how(n) for n in names if n in rec.runs("001") and rec.result("001", n) is not None)] + each(
+            lambda n: _rps_of(rec, "001", n, "caps", "32", "rps")) + [
             "Spring MVC JVM: %s; Quarkus reactive native %s" % (
                 _pub(refs, "001", "requests_per_s", "Spring MVC JVM", "-Xmx32m"),
                 _pub(refs, "001", "requests_per_s", q + " native", "-Xmx32m"))],
         ["001: peak RSS, MB / start, s / artifact%s, MB" % (
-            " + runtime closure (shared libraries a slim Debian lacks; for a jar, the JRE)"
-            if any(b.get("closure_bytes") for b in sc.get("build", {}).values()) else "")]
-        + each(lambda n: "%s / %s / %s" % (
-            _mb(sc["001"][n]["memory_kb"]), ("%.3f" if sc["001"][n]["start_s"] < 1 else "%.2f") % sc["001"][n]["start_s"],
-            _artifact(sc, n))) + [
+            " + runtime closure (shared libraries a slim Debian lacks; for a jar, the JRE)" if closure else "")]
+        + each(peak_start_artifact) + [
             "Quarkus reactive native %s / %s / %s" % (
                 _pub(refs, "001", "memory", q + " native", f="{:g}"), _pub(refs, "001", "startup_time", q + " native", f="{:g}"),
                 _pub(refs, "001", "artifact_size", q + " native", f="{:g}"))],
         _ramp004_row(ramp004, names, refs, nat) if ramp004 else
-        ["004: ramp to %s users on the DB path: KO %% / p95 ms / RAM MB" % "{:,}".format(results["params"]["ramp_users"])]
-        + each(lambda n: "%g / %.1f / %s" % (sc["004"][n]["ko_pct"], sc["004"][n]["p95_ms"], _mb(sc["004"][n]["peak_rss_kb"])))
+        ["004: ramp to %s users on the DB path: KO %% / p95 ms / RAM MB" % "{:,}".format(rec.need("params", "ramp_users"))]
+        + each(lambda n: "%g / %.1f / %s" % (_fig(rec, "004", n, "ko_pct"), _fig(rec, "004", n, "p95_ms"),
+                                             _mb(_fig(rec, "004", n, "peak_rss_kb"))))
         + ["Quarkus reactive native %s %% / %s / %s" % (
             _pub(refs, "004", "ko", nat, table="chapter 6", f="{:g}"),
             _pub(refs, "004", "response_time_p95", nat, table="chapter 6"),
@@ -182,20 +218,21 @@ def render_published(results, refs, more=None):
                 if isinstance(v.get("rps"), (int, float)):
                     pub.setdefault(svc, (int(mib), v["rps"]))
         rows.insert(len(rows) - 1, ["001, Docker (1 CPU): smallest -m of 8…256 MiB that serves /hello; warm req/s there"]
-                    + each(lambda n: smallest_serving(sc["limits"], n)) + [
+                    + each(lambda n: smallest_serving(rec.runs("limits"), n)) + [
                         "; ".join("%s %d MiB (%s)" % (svc, mib, "{:,.0f}".format(rps)) for svc, (mib, rps) in pub.items())])
     if "matrix" in sc:
         label = "memory 100 MiB, cpus 0.5"
         rows.insert(len(rows) - 1, ["002, a 100 MB / 0.5 CPU container: ab -n 10000 -c 100 on the DB path, warm req/s; "
-                                    "RAM under load"] + each(lambda n: matrix_cell(sc["matrix"], n, label)) + [
+                                    "RAM under load"] + each(lambda n: matrix_cell(rec.runs("matrix"), n, label)) + [
                         "Quarkus JVM: boot {boot_s} s, RAM under load (MB) {load_mb}, {failed} failed".format(
                             **published_docker.load()["matrix"]["rows"]["100MB/0.5 CPU"]["quarkus-jvm"])])
     if "003" in sc:
-        image = any("image_bytes" in (v or {}) for v in sc["003"].values())  # a run of the targets' images
+        image = any("image_bytes" in (v or {}) for v in rec.runs("003").values())  # a run of the targets' images
         rows.insert(len(rows) - 1, [("003: docker run → first 200 on the DB path, ms / a repeat request, ms / image, MB"
                                      if image else "003: exec → first 200 on the DB path, ms / a repeat request, ms")]
-                    + each(lambda n: "%s / %.1f" % ("{:,.0f}".format(sc["003"][n]["first_db_ms"]), sc["003"][n]["repeat_db_ms"])
-                           + (" / %.1f" % (sc["003"][n]["image_bytes"] / 1e6) if image else "")) + [
+                    + each(lambda n: "%s / %.1f" % ("{:,.0f}".format(_fig(rec, "003", n, "first_db_ms")),
+                                                    _fig(rec, "003", n, "repeat_db_ms"))
+                           + (" / %.1f" % (_fig(rec, "003", n, "image_bytes", optional=True) / 1e6) if image else "")) + [
             "Quarkus JVM pod start %s–%s s, first request %s s; native < %s s, %s ms" % (
                 _pub(refs, "003", "pod_startup_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM", f="{:g}"),
                 refdata.find(refs, "003", "pod_startup_time", "Quarkus JVM", "Kubernetes pod with 512 MB RAM")[-1]["value"],
@@ -203,20 +240,21 @@ def render_published(results, refs, more=None):
                 _pub(refs, "003", "pod_startup_time", "Quarkus native", "Kubernetes pod with 512 MB RAM", f="{:g}"),
                 _pub(refs, "003", "first_request_time", "Quarkus native", "Kubernetes pod with 512 MB RAM", f="{:g}"))])
     rows += [
-        ["build, cold (s)"] + each(lambda n: "%.1f" % sc["build"][n]["cold_s"]) + [
+        ["build, cold (s)"] + each(lambda n: "%.1f" % _fig(rec, "build", n, "cold_s")) + [
             "Quarkus native %s–%s" % (_pub(refs, "001", "build_time", q + " native", f="{:g}"),
                                       _pub(refs, "004", "build_time", nat, table="chapter 6", f="{:g}"))],
     ]
     return md_table(["post, metric"] + names + ["published (their hardware)"], rows)
 
 
-def render_throughput(results, refs, _=None):
-    return "\n".join(Table(results, "plain").main_rows(TESTS)) + "\n"
+def render_throughput(path, refs, _=None):
+    return "\n".join(Table(record.load_throughput(path).raw, "plain").main_rows(TESTS)) + "\n"
 
 
-def render_section(results, refs, prefix):
+def render_section(path, refs, prefix):
     import run  # noqa: E402 - only here: it brings the whole of bench/run.py
-    lines = (throughput_report.render(results) if "variants" in results else run.render(results)).splitlines()
+    lines = (throughput_report.render(record.load_throughput(path).raw) if record.kind(path) == "throughput"
+             else run.render(record.load(path))).splitlines()
     for i, line in enumerate(lines):
         if line.startswith("#") and line.lstrip("#").strip().startswith(prefix):
             body = []
@@ -234,9 +272,8 @@ KINDS = {"published": render_published, "throughput": render_throughput, "sectio
 def generate(text, refs):
     """`text` with every headline block rendered again from its folder's results.json."""
     def block(m):
-        with open(os.path.join(REPO, m.group(3), "results.json")) as f:
-            results = json.load(f)
-        return m.group(1) + KINDS[m.group(2)](results, refs, m.group(4)) + m.group(6)
+        path = os.path.join(REPO, m.group(3), "results.json")
+        return m.group(1) + KINDS[m.group(2)](path, refs, m.group(4)) + m.group(6)
     return BLOCK.sub(block, text)
 
 

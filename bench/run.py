@@ -42,13 +42,13 @@ The partition, and the CPU count nproc, a JVM and Go detect in the target's set,
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
 import argparse
-import json
 import os
 import shlex
 import subprocess
 import time
 
 import scenarios
+from measure import record
 from measure import (HERE, REPO, Target, build_preon, free_port, log, preon_env, private_postgres_dir, results_header,
                      save)
 from measure.container import ImageTarget, docker_ready, parse_limits
@@ -176,10 +176,13 @@ def make_peer(t, pgport, pgdir, build_first):
 
 class Runner:
     """Runs the registered scenarios (scenarios/) on the targets: a scenario's fn(runner, i) calls each(), ensure()
-    and record(), and reads p (the parameters), args, targets, results and pgdir."""
+    and record(), and reads p (the parameters), args, targets, results, pgdir (PostgreSQL's folder), partition (the
+    CPU partition, or None), images (limits and matrix on each target's image) and image_target(spec, image) (the
+    Target of a spec's container image)."""
 
-    def __init__(self, args, targets):
+    def __init__(self, args, targets, pgdir=None, partition=None, images=False, image_target=None):
         self.args, self.targets = args, targets
+        self.pgdir, self.partition, self.images, self.image_target = pgdir, partition, images, image_target
         self.p = dict(QUICK if args.quick else FULL)
         for item in getattr(args, "set", None) or []:
             key, _, value = item.partition("=")
@@ -188,6 +191,9 @@ class Runner:
             self.p["limit_s"] = args.limit_seconds
         self.results = results_header(args, quick=args.quick, params=self.p, targets=[t.name for t in targets],
                                       scenarios={})
+        if partition is not None:
+            self.results["partition"] = partition.record(
+                partition.detect() if partition.enabled else partition.detect(("nproc",)))
         self.started = time.monotonic()
 
     def record(self, scenario, target, value):
@@ -226,19 +232,20 @@ class Runner:
 
 
 def render(results):
-    """Markdown: the run's header, then each scenario's section in the order of the registry (scenarios/)."""
-    out = ["Measured %s on %d CPUs%s; targets: %s." % (results["date"], results["cpus"],
-                                                       " (quick mode)" if results["quick"] else "",
-                                                       ", ".join(results["targets"])), "", partition_line(results)]
+    """Markdown of a run's results (a measure.record.Run, or its JSON): the run's header, then each scenario's
+    section in the order of the registry (scenarios/)."""
+    rec = record.run_from(results)
+    out = ["Measured %s on %d CPUs%s; targets: %s." % (rec.date, rec.cpus, " (quick mode)" if rec.quick else "",
+                                                       ", ".join(rec.targets)), "", partition_line(rec)]
     for s in scenarios.REGISTRY.values():
-        if s.name in results["scenarios"]:
-            out.extend(s.render(results, s.name))
+        if s.name in rec.scenarios:
+            out.extend(s.render(rec, s.name))
     return "\n".join(out) + "\n"
 
 
-def partition_line(results):
+def partition_line(rec):
     """The report's sentence on the CPU partition, with what each runtime detected in the target's set."""
-    part = results.get("partition")
+    part = rec.partition
     if not part:
         return "CPU partition: none recorded (a run from before issue 28: every role on every CPU)."
     det = part.get("detected") or {}
@@ -299,8 +306,7 @@ def main():
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
     args = ap.parse_args()
     if args.render:
-        with open(os.path.join(args.render, "results.json")) as f:
-            results = json.load(f)
+        results = record.load(os.path.join(args.render, "results.json")).raw
         pngs = charts(results, args.render)
         save(results, render(results) + "".join("\n![%s](%s)\n" % (os.path.basename(p), os.path.basename(p))
                                                 for p in pngs), args.render)
@@ -333,15 +339,10 @@ def main():
         partition.place_postgres(pgdir)
         targets = [make_target(t, preon_bin, pgport, pgdir, "build" not in names, partition) for t in specs]
         try:
-            runner = Runner(args, targets)
-            runner.results["partition"] = partition.record(
-                partition.detect() if partition.enabled else partition.detect(("nproc",)))
-            runner.partition = partition
-            runner.pgdir = pgdir
-            runner.images = use_images
-            runner.image_target = lambda spec, image: make_target(
-                {"name": spec["name"], "image": image, "db-path": spec.get("db-path", "/fruits")}, preon_bin, pgport,
-                partition=partition)
+            runner = Runner(args, targets, pgdir=pgdir, partition=partition, images=use_images,
+                            image_target=lambda spec, image: make_target(
+                                {"name": spec["name"], "image": image, "db-path": spec.get("db-path", "/fruits")},
+                                preon_bin, pgport, partition=partition))
             results = runner.run(names)
         finally:
             for t in targets:

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 """bench/run.py's scenarios, in one registry. A scenario is a function fn(runner, i) (runner: run.py's Runner, which
 runs a function on every target in turn and records what it returns; i: the scenario's place in the run, which
-alternates the order of the targets) registered with @scenario(NAME, render=R, suite=SUITE): R(results, NAME)
-gives the Markdown lines of its section of report.md, SUITE the suite (or a tuple of suites) of run.py's --suite
-it belongs to (besides `all`). A module registers its parameters (FULL, QUICK: the published durations and the --quick ones) with
+alternates the order of the targets) registered with @scenario(NAME, render=R, suite=SUITE): R(record, NAME)
+(record: the run's results.json as a measure.record.Run) gives the Markdown lines of its section of report.md,
+SUITE the suite (or a tuple of suites) of run.py's --suite it belongs to (besides `all`). A module registers its parameters (FULL, QUICK: the published durations and the --quick ones) with
 params() and its charts with @plots. run.py's --scenario list, its --help, its runs and its report come from here,
 in the order of registration:
 
@@ -14,6 +14,7 @@ in the order of registration:
   open004    ramp004: post 004 with an open workload
 """
 import collections
+import functools
 
 Scenario = collections.namedtuple("Scenario", "name run render suite")
 
@@ -23,13 +24,22 @@ PLOTS = []  # fn(results, plot) per module, in the order of registration
 
 
 def scenario(name, render, suite=None):
-    """Registers the decorated fn(runner, i) as scenario `name`; render(results, name) → Markdown lines."""
+    """Registers the decorated fn(runner, i) as scenario `name`; render(record, name) → Markdown lines."""
     def register(fn):
         if name in REGISTRY:
             raise ValueError("scenario %r registered twice" % name)
         REGISTRY[name] = Scenario(name, fn, render, suite)
         return fn
     return register
+
+
+def on_json(render):
+    """A render that reads results.json's dicts (classic's and open004's, not yet through measure.record): given the
+    record, it gets the JSON the record was read from."""
+    @functools.wraps(render)
+    def from_record(rec, name, *more):
+        return render(rec.raw, name, *more)
+    return from_record
 
 
 def params(full, quick):

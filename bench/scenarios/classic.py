@@ -11,10 +11,10 @@ import time
 
 from measure import HERE, Cgroup, Target, ab, cpu_s, log, metric_table, rss_kb, runtime_closure, threads, wrk
 from measure import main_pid as process_main_pid
-from measure import images
+from measure import images, record
 from measure.container import ImageTarget, PeakSampler, cgroup_mem_bytes, limit_label, parse_limits
 
-from . import params, plots, published_docker, scenario
+from . import on_json, params, plots, published_docker, scenario
 
 FULL = {"hello_s": 60, "latency_s": 20, "ab_n": 10000, "starts": 5, "limit_s": 60, "c10k_conns": 10000, "c10k_s": 30,
         "limits": "mem=8m,cpus=1;mem=16m,cpus=1;mem=32m,cpus=1;mem=64m,cpus=1;mem=128m,cpus=1;mem=256m,cpus=1",
@@ -42,11 +42,12 @@ def get(results, scenario_name, name, *keys):
 
 def section(results, s, title, rows, intro=None, extra=()):
     """The lines of one table (rows: (label, [value per target], format, ratio?)), then `extra`, then the
-    targets that failed in scenario `s`, with their last log lines."""
+    targets that failed in scenario `s`, with their last log lines. results: a measure.record.Run or its JSON."""
+    rec = record.run_from(results)
     out = ["", "### " + title, ""] + ([intro, ""] if intro else []) + [
-        metric_table(results["targets"], rows).rstrip("\n")] + list(extra)
-    for n in results["targets"]:
-        v = results["scenarios"][s].get(n)
+        metric_table(rec.targets, rows).rstrip("\n")] + list(extra)
+    for n in rec.targets:
+        v = rec.runs(s).get(n)
         if isinstance(v, dict) and "error" in v:
             out.append("- **%s: %s**" % (n, v["error"]))
             tail = v.get("log_tail", "")
@@ -56,54 +57,56 @@ def section(results, s, title, rows, intro=None, extra=()):
     return out
 
 
-def render_wrk(results, s):
-    """hello, hello-latency and c10k: wrk's figures."""
-    names = results["targets"]
-    rows = [("requests/s", [get(results, s, n, "rps") for n in names], "%.0f", True),
-            ("2xx answers/s", [get(results, s, n, "ok_rps") for n in names], "%.0f", True)]
+def render_wrk(rec, s):
+    """hello, hello-latency and c10k: wrk's figures, read through the record (a figure it lacks is a RecordError)."""
+    names = rec.targets
+    rows = [("requests/s", [rec.cell(s, n, "rps") for n in names], "%.0f", True),
+            ("2xx answers/s", [rec.cell(s, n, "ok_rps") for n in names], "%.0f", True)]
     for p in (("p50", "p75", "p90", "p99") if s == "hello-latency" else ("p95",) if s == "c10k" else ()):
-        rows.append(("%s latency (ms)" % p, [get(results, s, n, p) for n in names], "%.2f", True))
-    rows.append(("non-2xx answers (503 = backpressure)", [get(results, s, n, "non2xx") for n in names], "%d", False))
-    rows.append(("socket errors", [get(results, s, n, "socket_errors") for n in names], "%d", False))
-    return section(results, s, s, rows)
+        rows.append(("%s latency (ms)" % p, [rec.cell(s, n, p) for n in names], "%.2f", True))
+    rows.append(("non-2xx answers (503 = backpressure)", [rec.cell(s, n, "non2xx") for n in names], "%d", False))
+    rows.append(("socket errors", [rec.cell(s, n, "socket_errors") for n in names], "%d", False))
+    return section(rec, s, s, rows)
 
 
-def render_db(results, s):
-    names, rows = results["targets"], []
+def render_db(rec, s):
+    """db: ab's figures, cold then warm, read through the record."""
+    names, rows = rec.targets, []
     for phase in ("cold", "warm"):
-        rows += [("%s requests/s" % phase, [get(results, s, n, phase, "rps") for n in names], "%.0f", True),
-                 ("%s mean latency (ms)" % phase, [get(results, s, n, phase, "mean_ms") for n in names], "%.2f", True),
-                 ("%s max latency (ms)" % phase, [get(results, s, n, phase, "max_ms") for n in names], "%d", True),
-                 ("%s failed requests" % phase, [get(results, s, n, phase, "failed") for n in names], "%d", False)]
-    return section(results, s, "db (ab)", rows)
+        rows += [("%s requests/s" % phase, [rec.cell(s, n, phase, "rps") for n in names], "%.0f", True),
+                 ("%s mean latency (ms)" % phase, [rec.cell(s, n, phase, "mean_ms") for n in names], "%.2f", True),
+                 ("%s max latency (ms)" % phase, [rec.cell(s, n, phase, "max_ms") for n in names], "%d", True),
+                 ("%s failed requests" % phase, [rec.cell(s, n, phase, "failed") for n in names], "%d", False)]
+    return section(rec, s, "db (ab)", rows)
 
 
-def render_rounds(results, s):
-    names, sc, keys, rows = results["targets"], results["scenarios"], [], []
+def render_rounds(rec, s):
+    """rounds: per path and connection count (the keys a target recorded), wrk's medians, read through the record;
+    a target that lacks a key another recorded has none there (opt)."""
+    names, keys, rows = rec.targets, [], []
     for n in names:
-        keys += [k for k in (sc[s].get(n) or {}) if k not in keys and k not in ("error", "log_tail")]
+        keys += [k for k in (rec.runs(s).get(n) or {}) if k not in keys and k not in ("error", "log_tail")]
     for key in keys:
         path, c = key.split(" c")
         what = "%s -c%s" % ("DB path" if path == "db" else path, c)
-        rows += [("%s requests/s" % what, [get(results, s, n, key, "rps") for n in names], "%.0f", True),
-                 ("%s p50 latency (ms)" % what, [get(results, s, n, key, "p50") for n in names], "%.2f", True),
-                 ("%s p99 latency (ms)" % what, [get(results, s, n, key, "p99") for n in names], "%.2f", True),
-                 ("%s non-2xx + socket errors" % what, [get(results, s, n, key, "errors") for n in names], "%d", False),
-                 ("%s CPU seconds per 10k requests" % what, [get(results, s, n, key, "cpu_s_per_10k") for n in names],
+        rows += [("%s requests/s" % what, [rec.opt(s, n, key, "rps") for n in names], "%.0f", True),
+                 ("%s p50 latency (ms)" % what, [rec.opt(s, n, key, "p50") for n in names], "%.2f", True),
+                 ("%s p99 latency (ms)" % what, [rec.opt(s, n, key, "p99") for n in names], "%.2f", True),
+                 ("%s non-2xx + socket errors" % what, [rec.opt(s, n, key, "errors") for n in names], "%d", False),
+                 ("%s CPU seconds per 10k requests" % what, [rec.opt(s, n, key, "cpu_s_per_10k") for n in names],
                   "%.3f", True)]
-    p = results.get("params", {})
-    return section(results, s, "rounds", rows, "wrk -t2, %s s per run, median of %s rounds, the order of the targets "
-                   "alternated." % (p.get("rounds_s"), p.get("rounds_n")))
+    return section(rec, s, "rounds", rows, "wrk -t2, %s s per run, median of %s rounds, the order of the targets "
+                   "alternated." % (rec.params.get("rounds_s"), rec.params.get("rounds_n")))
 
 
-def render_startup(results, s):
-    names = results["targets"]
-    return section(results, s, "startup", [
-        ("exec (docker run) → first 200 on /hello (ms)", [get(results, s, n, "hello_ms") for n in names], "%.1f",
-         True),
-        ("exec (docker run) → first 200 on the DB path (ms)", [get(results, s, n, "db_ms") for n in names], "%.1f",
-         True),
-        ("container: process exec → first 200 on /hello (ms)", [get(results, s, n, "exec_hello_ms") for n in names],
+def render_startup(rec, s):
+    """startup: exec (or docker run) → first 200, read through the record; a container's own exec only where the
+    target is an image."""
+    names = rec.targets
+    return section(rec, s, "startup", [
+        ("exec (docker run) → first 200 on /hello (ms)", [rec.cell(s, n, "hello_ms") for n in names], "%.1f", True),
+        ("exec (docker run) → first 200 on the DB path (ms)", [rec.cell(s, n, "db_ms") for n in names], "%.1f", True),
+        ("container: process exec → first 200 on /hello (ms)", [rec.opt(s, n, "exec_hello_ms") for n in names],
          "%.1f", True)])
 
 
@@ -204,7 +207,7 @@ def startup(runner, i):
     runner.each("startup", i, run, 2 * runner.p["starts"])
 
 
-@scenario("footprint", render_footprint, suite="classic")
+@scenario("footprint", on_json(render_footprint), suite="classic")
 def footprint(runner, i):
     def run(t):
         t.stop()
@@ -283,13 +286,13 @@ def under_each_cap(runner, name, i, fn, row_s):
     missing unless in --quick mode; a target without one reports why."""
     def run(t):
         t.stop()
-        if getattr(runner, "images", False) and not isinstance(t, ImageTarget):
+        if runner.images and not isinstance(t, ImageTarget):
             t = runner.image_target(t.spec, images.ensure(t.spec, build=not runner.args.quick))
         return {limit_label(row): under_limits(t, row, fn) for row in caps(runner, name)}
     runner.each(name, i, run, len(caps(runner, name)) * row_s, start=False)  # run() starts its limited copy
 
 
-@scenario("limits", render_limits, suite=("classic", "published"))
+@scenario("limits", on_json(render_limits), suite=("classic", "published"))
 def limits(runner, i):
     def load(limited, mem, _times):
         pid = main_pid(limited)
@@ -303,7 +306,7 @@ def limits(runner, i):
     under_each_cap(runner, "limits", i, load, runner.p["limit_s"] + 3)
 
 
-@scenario("matrix", render_limits, suite=("classic", "published"))
+@scenario("matrix", on_json(render_limits), suite=("classic", "published"))
 def matrix(runner, i):
     def measure(limited, mem, times):
         pid = main_pid(limited)

@@ -13,7 +13,7 @@ import urllib.request
 
 from measure import PG_SH, fmt, get, log, main_pid, md_table, ramp_open, refdata
 
-from . import params, plots, scenario
+from . import on_json, params, plots, scenario
 from .published import Sampler, postmaster_pid, published_004_rows
 
 # The full schedule spans the post's ~1,100 s and ends at 800 users/s (about 10,000 users at once with 14-s
@@ -83,7 +83,7 @@ def measure_ceiling(runner, driver, p):
     from measure import free_port
     port = free_port()
     argv = [ramp_open.build_epoll_hello(), str(port), "2"]
-    part = getattr(runner, "partition", None)
+    part = runner.partition
     srv = subprocess.Popen(part.wrap("target", argv) if part else argv, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -246,7 +246,7 @@ def charts(results, plot):
 
 # ---------------------------------------------------------------- the scenario
 
-@scenario("ramp004", render)
+@scenario("ramp004", on_json(render))
 def s_ramp004(runner, i):
     p, pgdir = runner.p, runner.pgdir
     driver = ramp_open.build_driver()

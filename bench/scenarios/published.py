@@ -7,6 +7,7 @@ suite also runs classic's limits and matrix (posts 001 and 002's Docker experime
 Each runs through run.py's Runner (targets in turn, failures reported) and renders in the post's own layout, with
 the post's figures (bench/reference/) in columns or rows marked "published (their hardware)" that never enter a
 ratio."""
+import collections
 import os
 import shutil
 import statistics
@@ -18,9 +19,9 @@ import urllib.parse
 
 from measure import (REPO, Cgroup, Target, dir_bytes, fmt, get, jre_bytes, main_pid, md_table, metric_table, rss_kb,
                      runtime_closure, tree_cpu_s, wrk)
-from measure import refdata
+from measure import record, refdata
 from measure.ramp import run_ramp
-from measure.rounds import merge, spread
+from measure.rounds import merge
 
 from . import params, plots, scenario
 
@@ -125,23 +126,25 @@ def closure_bytes(spec):
     return runtime_closure(art) if os.path.isfile(art) else dir_bytes(art)
 
 
-# ---------------------------------------------------------------- rendering
+# ---------------------------------------------------------------- rendering: each scenario's beside its run below
 
-def _get(sc, s, n, *keys):
-    v = sc.get(s, {}).get(n)
-    for k in keys:
-        v = v.get(k) if isinstance(v, dict) else None
-    return v
+Row = collections.namedtuple("Row", "label values format ratio published")  # a metric_table row, one per metric
+Row.__doc__ = ("A table row: the label, the measured value per target, its format, whether a ratio to the first target "
+               "is wanted, and the published text per published column.")
 
 
-def _sp(sc, s, n, *keys):
-    """A figure of scenario s for target n, as a Spread (median, min–max) where it was measured in rounds."""
-    return spread(sc.get(s, {}).get(n), *keys)
+def _bytes_mb(v):
+    """Bytes as MB for a cell; None (no figure) for none or 0."""
+    return (v or 0) / 1e6 or None
 
 
-def _rounds_note(results, s):
+def _mb(kb):
+    return kb / 1024.0 if kb is not None else None
+
+
+def _rounds_note(rec, s):
     """The sentence that says how a scenario's figures were taken in rounds, or "" for a single run."""
-    n = max([len(v.get("rounds") or []) for v in results["scenarios"].get(s, {}).values() if isinstance(v, dict)] or [0])
+    n = max([len(v.get("rounds") or []) for v in rec.runs(s).values() if isinstance(v, dict)] or [0])
     if n < 2:
         return "Each figure is one run. "
     return ("Each load figure is the median of %d rounds, min–max in brackets; the targets' order rotated by one each "
@@ -150,14 +153,15 @@ def _rounds_note(results, s):
 
 
 def _table(out, title, names, pub_cols, rows, intro=None):
-    """rows: (label, [measured value per target], format, ratio?, [published text per pub column])."""
+    """rows: Rows, each with its published text per pub column."""
     out.extend(["", "### " + title, ""] + ([intro, ""] if intro else []) + [
         metric_table(names, rows, ["%s: %s" % (PUBLISHED, c) for c in pub_cols]).rstrip("\n")])
 
 
-def _errors(out, sc, s, names):
-    for n in names:
-        v = sc.get(s, {}).get(n)
+def _errors(out, rec, s):
+    """The targets that failed scenario s (with their last log lines) or skipped it, as the record says."""
+    for n in rec.targets:
+        v = rec.runs(s).get(n)
         if isinstance(v, dict) and "error" in v:
             out.append("- **%s: %s**" % (n, v["error"]))
             lines = []
@@ -170,111 +174,9 @@ def _errors(out, sc, s, names):
             out.append("- %s: not run: %s" % (n, v["skipped"]))
 
 
-def _mb(kb):
-    return kb / 1024.0 if kb is not None else None
-
-
-def render(results, s, refs=None):
-    """Markdown lines for published scenario `s`."""
-    refs = refs if refs is not None else refdata.load()
-    names, sc, out = results["targets"], results["scenarios"], []
-    V = refdata.value
-    if s == "build":
-        pub = [("001", "Quarkus RESTEasy Reactive JVM", None), ("001", "Quarkus RESTEasy Reactive native", None),
-               ("004", "Quarkus Reactive + R2DBC, fast jar", "chapter 6"),
-               ("004", "Quarkus Reactive + R2DBC, native executable", "chapter 6")]
-        _table(out, "build time (posts 001 and 004)", names, ["%s %s" % (p, sy) for p, sy, _ in pub], [
-            ("cold build (s): clean, then the build command", [_get(sc, s, n, "cold_s") for n in names], "%.1f", True,
-             [V(refs, p, "build_time", sy, table=tb) for p, sy, tb in pub]),
-            ("warm build (s): the build command again", [_get(sc, s, n, "warm_s") for n in names], "%.1f", True,
-             ["-"] * len(pub)),
-            ("artifact (MB)", [(_get(sc, s, n, "artifact_bytes") or 0) / 1e6 or None for n in names], "%.2f", True,
-             [V(refs, p, "artifact_size", sy, table=tb) for p, sy, tb in pub]),
-            ("artifact + runtime closure (MB): shared libraries a slim Debian lacks; for a jar, the JRE 17",
-             [(_get(sc, s, n, "closure_bytes") or 0) / 1e6 or None for n in names], "%.2f", True, ["-"] * len(pub))],
-            "Build commands run under `nice -n 10`; warm = the same command again at once (caches and build folder "
-            "kept; Go's GOCACHE is a fresh folder for the cold build). Published times are the posts' own builds "
-            "(Gradle/Maven, their machines).")
-    elif s == "000":
-        pub = ["Quarkus JVM", "Quarkus native"]
-        warm = results["params"].get("warmup_s")  # None in runs recorded before the warm-up
-        rows = [("requests/s" + (" (warm)" if warm is not None else ""), [_sp(sc, s, n, "rps") for n in names], "%.0f", True,
-                 [V(refs, "000", "requests_per_s", x) for x in pub])]
-        if any(_get(sc, s, n, "cold") for n in names):
-            rows += [("requests/s, cold: a fresh start, wrk at once (as the post ran)",
-                      [_sp(sc, s, n, "cold", "rps") for n in names], "%.0f", True, ["-", "-"]),
-                     ("latency p99 (ms), cold", [_sp(sc, s, n, "cold", "p99") for n in names], "%.2f", True, ["-", "-"])]
-        for k in ("p50", "p75", "p90", "p99"):
-            rows.append(("latency %s (ms)" % k, [(_sp if k == "p99" else _get)(sc, s, n, k) for n in names], "%.2f", True,
-                         [V(refs, "000", "latency_" + k, x) for x in pub]))
-        rows.append(("requests in the run", [_get(sc, s, n, "requests") for n in names], "%d", False,
-                     [V(refs, "000", "requests_total", x, condition=c) for x, c in zip(pub, ("in 20.04 s", "in 20.09 s"))]))
-        rows.append(("non-2xx + socket errors", [(_get(sc, s, n, "non2xx") or 0) + (_get(sc, s, n, "socket_errors") or 0)
-                                                  if _get(sc, s, n, "rps") is not None else None for n in names], "%d", False,
-                     ["-", "-"]))
-        _table(out, "000: wrk -c50 -d%ds --latency /hello" % results["params"]["p000_s"], names, pub, rows,
-               "Post 000's layout (wrk's latency distribution). %s%sPublished: a Quarkus 1.13 route returning a "
-               "string, on a 2017 MacBook Pro." % (
-                   _rounds_note(results, s),
-                   "Warm: after a %s s warm-up (wrk on /hello, then on the DB path), the figures of every row without "
-                   "\"cold\"; cold: the same wrk the moment a fresh start answers, as the post ran it. " % warm
-                   if warm is not None else ""))
-    elif s == "001":
-        caps = results["params"]["caps_mib"]
-        pub = refdata.systems(refs, "001", "JVM table") + refdata.systems(refs, "001", "native table")
-        rows = [("artifact size (MB)", [(_get(sc, s, n, "artifact_bytes") or 0) / 1e6 or None for n in names], "%.2f", True,
-                 [V(refs, "001", "artifact_size", x) for x in pub]),
-                ("build time (s)", [_get(sc, "build", n, "cold_s") for n in names], "%.1f", True,
-                 [V(refs, "001", "build_time", x) for x in pub]),
-                ("start time (s)", [_get(sc, s, n, "start_s") for n in names], "%.3f", True,
-                 [V(refs, "001", "startup_time", x) for x in pub]),
-                ("requests per second", [_sp(sc, s, n, "rps") for n in names], "%.0f", True,
-                 [V(refs, "001", "requests_per_s", x) for x in pub])]
-        for mib in caps:
-            rows.append(("requests per second (cap %d MiB)" % mib, [_sp(sc, s, n, "caps", str(mib), "rps") for n in names],
-                         "%.0f", True, [V(refs, "001", "requests_per_s", x, condition="-Xmx%dm" % mib) for x in pub]))
-        rows.append(("memory (MB, peak RSS)", [_mb(_get(sc, s, n, "memory_kb")) for n in names], "%.1f", True,
-                     [V(refs, "001", "memory", x) for x in pub]))
-        for mib in caps:
-            rows.append(("memory (MB, cap %d MiB)" % mib, [_mb(_get(sc, s, n, "caps", str(mib), "memory_kb")) for n in names],
-                         "%.1f", True, [V(refs, "001", "memory", x, condition="-Xmx%dm" % mib) for x in pub]))
-        _table(out, "001: wrk -t10 -c50 -d%ds /hello, bare and capped" % results["params"]["p001_s"], names, pub, rows,
-               "Post 001's layout. Build time comes from the build scenario (cold); size and start time from the "
-               "first round. %s%sPublished: Spring and Quarkus on an i5-10400; their caps are -Xmx (heap) flags." % (
-                   _rounds_note(results, s),
-                   "Every wrk run here is warm: after a %s s warm-up (wrk on /hello, then on the DB path), capped runs "
-                   "too. " % results["params"]["warmup_s"] if "warmup_s" in results["params"] else ""))
-        for n in names:
-            for mib in caps:
-                row = _get(sc, s, n, "caps", str(mib))
-                if isinstance(row, dict):
-                    out.append("- %s, cap %d MiB: %s%s" % (n, mib, row.get("how", "not applied"),
-                                                          "" if row.get("result") == "ok" else " → " + row["result"]))
-    elif s == "003":
-        pub = ["Quarkus JVM", "Quarkus native"]
-        cond = "Kubernetes pod with 512 MB RAM"
-        rows = [("start → first 200 on /hello (ms)", [_get(sc, s, n, "first_hello_ms") for n in names], "%.1f", True,
-                 [V(refs, "003", "pod_startup_time", x, condition=cond) for x in pub]),
-                ("start → first 200 on the DB path (ms)", [_get(sc, s, n, "first_db_ms") for n in names], "%.1f", True,
-                 [V(refs, "003", "first_request_time", x, condition=cond) for x in pub]),
-                ("start → first 200 on the DB path, slowest start (ms)", [_get(sc, s, n, "first_db_max_ms") for n in names],
-                 "%.1f", True, ["-", "-"]),
-                ("repeat request on the DB path (ms)", [_get(sc, s, n, "repeat_db_ms") for n in names], "%.2f", True,
-                 [V(refs, "003", "second_request_time", x, condition=cond) for x in pub]),
-                ("repeat request on /hello (ms)", [_get(sc, s, n, "repeat_hello_ms") for n in names], "%.2f", True,
-                 ["-", "-"]),
-                ("image (MB)", [(_get(sc, s, n, "image_bytes") or 0) / 1e6 or None for n in names], "%.1f", True,
-                 ["-", "-"])]
-        _table(out, "003: start → first request → repeat request", names, pub, rows,
-               "Post 003's scenario, median of %s fresh starts: the process's exec (or docker run) until the first 200 "
-               "on /hello, then on the DB path (polled), then one more GET of each on a new connection. Published: a "
-               "Kubernetes pod (512 MB) serving GraphQL pages; its first row is the pod's start."
-               % results["params"].get("p003_starts"))
-    elif s == "004":
-        out.extend(render_004(results, refs))
-        return out
-    _errors(out, sc, s, names)
-    return out
+def _section(results, refs):
+    """(the results as a record, the published figures, the lines to fill) for a scenario's render."""
+    return record.run_from(results), refs if refs is not None else refdata.load(), []
 
 
 COLS_004 = ["TYPE", "SOURCE", "BUILD TIME (s)", "ARTIFACT SIZE (MB)", "BOOT UP (s)", "ACTIVE USERS", "TOTAL REQUESTS",
@@ -308,8 +210,10 @@ def published_004_rows(refs, metrics):
     return rows
 
 
-def render_004(results, refs):
-    names, sc, p = results["targets"], results["scenarios"], results["params"]
+def render_004(results, s="004", refs=None):
+    """Markdown lines of post 004's table (its chapter 6): a ramp of users on the DB path."""
+    rec, refs, _ = _section(results, refs)
+    names, p = rec.targets, rec.params
     out = ["", "### 004: ramp to %d users on the DB path" % p["ramp_users"], "",
            "Post 004's layout (its chapter 6). Here: users arrive evenly over %d s, then all keep going for %d s; each "
            "user has its own keep-alive connection and loops GET <db-path>, think %.1f s (uniform 0.5–1.5×); KO = no "
@@ -321,12 +225,12 @@ def render_004(results, refs):
                                                            p["ramp_timeout_s"]), ""]
     rows = []
     for n in names:
-        r = sc.get("004", {}).get(n)
-        if not isinstance(r, dict) or "error" in r:
+        r = rec.result(s, n)
+        if r is None:  # failed, and the record says so
             rows.append([n, "measured here"] + ["-"] * (len(COLS_004) - 2))
             continue
-        art = _get(sc, "001", n, "artifact_bytes") or _get(sc, "build", n, "artifact_bytes")
-        rows.append([n, "measured here", fmt(_get(sc, "build", n, "cold_s"), "%.1f"), fmt(art / 1e6 if art else None, "%.2f"),
+        art = rec.opt("001", n, "artifact_bytes") or rec.opt("build", n, "artifact_bytes")
+        rows.append([n, "measured here", fmt(rec.cell("build", n, "cold_s"), "%.1f"), fmt(art / 1e6 if art else None, "%.2f"),
                      fmt(r.get("boot_s"), "%.3f"), "%d" % r["max_users"], "%d" % r["total"], "%d" % r["ok"],
                      fmt(r["ko_pct"], "%.2f"), fmt(r["rps"], "%.1f"), fmt(r["p95_ms"], "%.1f"),
                      sat_cell(r), fmt(_mb(r.get("peak_rss_kb")), "%.1f"),
@@ -335,8 +239,8 @@ def render_004(results, refs):
     out.append(md_table(COLS_004, rows).rstrip("\n"))
     out.append("")
     for n in names:
-        r = sc.get("004", {}).get(n)
-        if isinstance(r, dict) and "error" not in r:
+        r = rec.result(s, n)
+        if r is not None:
             d = r["driver"]
             sat = r.get("saturation")
             dl = r.get("driver_limit")
@@ -350,11 +254,11 @@ def render_004(results, refs):
                            " — **from %d users on the driver itself was the bottleneck: the figures beyond include its "
                            "delay and under-state the load offered**" % dl["users"] if dl else "",
                            "; " + r["died"] if r.get("died") else ""))
-    for rec in refs:
-        if rec["post"] == "004" and rec.get("table") == "chapter 6" and rec["note"] and (
-                "SWAP" in rec["note"] or "impossible" in rec["note"] or "disagrees" in rec["note"]):
-            out.append("- published, %s, %s: %s" % (rec["system"], rec["metric"], rec["note"]))
-    _errors(out, sc, "004", names)
+    for ref in refs:
+        if ref["post"] == "004" and ref.get("table") == "chapter 6" and ref["note"] and (
+                "SWAP" in ref["note"] or "impossible" in ref["note"] or "disagrees" in ref["note"]):
+            out.append("- published, %s, %s: %s" % (ref["system"], ref["metric"], ref["note"]))
+    _errors(out, rec, s)
     return out
 
 
@@ -362,9 +266,10 @@ def render_004(results, refs):
 def charts(results, plot):
     """The ramp's p95 and KO % against active users, per target, and 001's requests/s bare and capped.
     `plot(name, data, gnuplot script)` is run.py's."""
-    names, sc = results["targets"], results["scenarios"]
-    series = [(n, sc["004"][n]["windows"]) for n in names
-              if isinstance(sc.get("004", {}).get(n), dict) and "windows" in sc["004"][n]]
+    rec = record.run_from(results)
+    names = rec.targets
+    series = [(n, r["windows"]) for n, r in ((n, rec.runs("004").get(n)) for n in names)
+              if isinstance(r, dict) and "windows" in r]
     if series:
         blocks = "\n\n\n".join("# %s\n" % n + "\n".join("%d %.3f %.3f %.3f" % (w["users"], w["p95_ms"], w["ko_pct"],
                                                                              max(0.01, w.get("driver_lag_ms") or 0))
@@ -378,11 +283,11 @@ def charts(results, plot):
              'set logscale y; set yrange [*:*]; plot ' + titles.replace("%(col)d", "2") + ", " + lag)
         plot("ramp-ko", blocks + "\n", 'set style data lines; set title "ramp: KO %% against active users"; '
              'set xlabel "active users"; set ylabel "KO (%%)"; set yrange [0:100]; plot ' + titles.replace("%(col)d", "3"))
-    if "001" in sc:
-        caps = results["params"]["caps_mib"]
+    if "001" in rec.scenarios:
+        caps = rec.need("params", "caps_mib")
         rows = []
         for n in names:
-            vals = [_get(sc, "001", n, "rps")] + [_get(sc, "001", n, "caps", str(m), "rps") for m in caps]
+            vals = [rec.cell("001", n, "rps")] + [rec.cell("001", n, "caps", str(m), "rps") for m in caps]
             rows.append('"%s" %s' % (n, " ".join("%.1f" % (v or 0) for v in vals)))
         cols = '"bare" ' + " ".join('"cap %d MiB"' % m for m in caps)
         plot("001-rps", "target %s\n%s\n" % (cols, "\n".join(rows)),
@@ -409,7 +314,31 @@ def in_rounds(runner, name, i, fn, eta_s, start=True):
             runner.record(name, t, merge(done[t.name]))
 
 
-@scenario("build", render, suite="published")
+def render_build(results, s="build", refs=None):
+    """Markdown lines of the build table (posts 001 and 004)."""
+    rec, refs, out = _section(results, refs)
+    names, V = rec.targets, refdata.value
+    pub = [("001", "Quarkus RESTEasy Reactive JVM", None), ("001", "Quarkus RESTEasy Reactive native", None),
+           ("004", "Quarkus Reactive + R2DBC, fast jar", "chapter 6"),
+           ("004", "Quarkus Reactive + R2DBC, native executable", "chapter 6")]
+    _table(out, "build time (posts 001 and 004)", names, ["%s %s" % (p, sy) for p, sy, _ in pub], [
+        Row("cold build (s): clean, then the build command", [rec.cell(s, n, "cold_s") for n in names], "%.1f", True,
+            [V(refs, p, "build_time", sy, table=tb) for p, sy, tb in pub]),
+        Row("warm build (s): the build command again", [rec.cell(s, n, "warm_s") for n in names], "%.1f", True,
+            ["-"] * len(pub)),
+        # artifact_bytes and closure_bytes: only where the artifact was there, closure_bytes since 2026-12-01
+        Row("artifact (MB)", [_bytes_mb(rec.opt(s, n, "artifact_bytes")) for n in names], "%.2f", True,
+            [V(refs, p, "artifact_size", sy, table=tb) for p, sy, tb in pub]),
+        Row("artifact + runtime closure (MB): shared libraries a slim Debian lacks; for a jar, the JRE 17",
+            [_bytes_mb(rec.opt(s, n, "closure_bytes")) for n in names], "%.2f", True, ["-"] * len(pub))],
+        "Build commands run under `nice -n 10`; warm = the same command again at once (caches and build folder "
+        "kept; Go's GOCACHE is a fresh folder for the cold build). Published times are the posts' own builds "
+        "(Gradle/Maven, their machines).")
+    _errors(out, rec, s)
+    return out
+
+
+@scenario("build", render_build, suite="published")
 def s_build(runner, i):
     gocache = tempfile.mkdtemp(prefix="preon-bench-gocache-")
 
@@ -441,7 +370,44 @@ def s_build(runner, i):
         shutil.rmtree(gocache, ignore_errors=True)
 
 
-@scenario("000", render, suite="published")
+def render_000(results, s="000", refs=None):
+    """Markdown lines of post 000's table: wrk's latency distribution, warm (and cold where it was run)."""
+    rec, refs, out = _section(results, refs)
+    names, V = rec.targets, refdata.value
+    pub = ["Quarkus JVM", "Quarkus native"]
+    warm = rec.params.get("warmup_s")  # None in runs recorded before the warm-up
+    rows = [Row("requests/s" + (" (warm)" if warm is not None else ""), [rec.spread(s, n, "rps") for n in names],
+                "%.0f", True, [V(refs, "000", "requests_per_s", x) for x in pub])]
+    if any(rec.opt(s, n, "cold") for n in names):  # the cold run: since 2026-12-01
+        rows += [Row("requests/s, cold: a fresh start, wrk at once (as the post ran)",
+                     [rec.spread(s, n, "cold", "rps") for n in names], "%.0f", True, ["-", "-"]),
+                 Row("latency p99 (ms), cold", [rec.spread(s, n, "cold", "p99") for n in names], "%.2f", True,
+                     ["-", "-"])]
+    for k in ("p50", "p75", "p90", "p99"):
+        rows.append(Row("latency %s (ms)" % k, [(rec.spread if k == "p99" else rec.cell)(s, n, k) for n in names],
+                        "%.2f", True, [V(refs, "000", "latency_" + k, x) for x in pub]))
+    rows.append(Row("requests in the run", [rec.cell(s, n, "requests") for n in names], "%d", False,
+                    [V(refs, "000", "requests_total", x, condition=c) for x, c in zip(pub, ("in 20.04 s", "in 20.09 s"))]))
+    rows.append(Row("non-2xx + socket errors", [errors_of(rec, s, n) for n in names], "%d", False, ["-", "-"]))
+    _table(out, "000: wrk -c50 -d%ds --latency /hello" % rec.need("params", "p000_s"), names, pub, rows,
+           "Post 000's layout (wrk's latency distribution). %s%sPublished: a Quarkus 1.13 route returning a "
+           "string, on a 2017 MacBook Pro." % (
+               _rounds_note(rec, s),
+               "Warm: after a %s s warm-up (wrk on /hello, then on the DB path), the figures of every row without "
+               "\"cold\"; cold: the same wrk the moment a fresh start answers, as the post ran it. " % warm
+               if warm is not None else ""))
+    _errors(out, rec, s)
+    return out
+
+
+def errors_of(rec, s, n):
+    """wrk's non-2xx answers and socket errors of target n in scenario s, or None when it has no figures."""
+    if rec.cell(s, n, "rps") is None:
+        return None
+    return (rec.cell(s, n, "non2xx") or 0) + (rec.cell(s, n, "socket_errors") or 0)
+
+
+@scenario("000", render_000, suite="published")
 def s_000(runner, i):
     """Cold as the post ran it (wrk the moment a fresh start answers), then warm (after the stated warm-up); the
     warm run's figures are the row's, the cold run's are kept under "cold"."""
@@ -456,7 +422,45 @@ def s_000(runner, i):
     in_rounds(runner, "000", i, run, 2 * s + w, start=False)  # run() starts it afresh itself
 
 
-@scenario("001", render, suite="published")
+def render_001(results, s="001", refs=None):
+    """Markdown lines of post 001's table: size, build and start time, wrk and memory, bare and under each cap."""
+    rec, refs, out = _section(results, refs)
+    names, V = rec.targets, refdata.value
+    caps = rec.need("params", "caps_mib")
+    pub = refdata.systems(refs, "001", "JVM table") + refdata.systems(refs, "001", "native table")
+    rows = [Row("artifact size (MB)", [_bytes_mb(rec.opt(s, n, "artifact_bytes")) for n in names], "%.2f", True,
+                [V(refs, "001", "artifact_size", x) for x in pub]),  # only where the artifact was there
+            Row("build time (s)", [rec.cell("build", n, "cold_s") for n in names], "%.1f", True,
+                [V(refs, "001", "build_time", x) for x in pub]),
+            Row("start time (s)", [rec.cell(s, n, "start_s") for n in names], "%.3f", True,
+                [V(refs, "001", "startup_time", x) for x in pub]),
+            Row("requests per second", [rec.spread(s, n, "rps") for n in names], "%.0f", True,
+                [V(refs, "001", "requests_per_s", x) for x in pub])]
+    for mib in caps:
+        rows.append(Row("requests per second (cap %d MiB)" % mib, [rec.spread(s, n, "caps", str(mib), "rps") for n in names],
+                        "%.0f", True, [V(refs, "001", "requests_per_s", x, condition="-Xmx%dm" % mib) for x in pub]))
+    rows.append(Row("memory (MB, peak RSS)", [_mb(rec.cell(s, n, "memory_kb")) for n in names], "%.1f", True,
+                    [V(refs, "001", "memory", x) for x in pub]))
+    for mib in caps:
+        rows.append(Row("memory (MB, cap %d MiB)" % mib, [_mb(rec.cell(s, n, "caps", str(mib), "memory_kb")) for n in names],
+                        "%.1f", True, [V(refs, "001", "memory", x, condition="-Xmx%dm" % mib) for x in pub]))
+    _table(out, "001: wrk -t10 -c50 -d%ds /hello, bare and capped" % rec.need("params", "p001_s"), names, pub, rows,
+           "Post 001's layout. Build time comes from the build scenario (cold); size and start time from the "
+           "first round. %s%sPublished: Spring and Quarkus on an i5-10400; their caps are -Xmx (heap) flags." % (
+               _rounds_note(rec, s),
+               "Every wrk run here is warm: after a %s s warm-up (wrk on /hello, then on the DB path), capped runs "
+               "too. " % rec.params["warmup_s"] if "warmup_s" in rec.params else ""))
+    for n in names:
+        for mib in caps:
+            row = rec.cell(s, n, "caps", str(mib))
+            if isinstance(row, dict):
+                out.append("- %s, cap %d MiB: %s%s" % (n, mib, row.get("how", "not applied"),
+                                                      "" if row.get("result") == "ok" else " → " + row["result"]))
+    _errors(out, rec, s)
+    return out
+
+
+@scenario("001", render_001, suite="published")
 def s_001(runner, i):
     p = runner.p
 
@@ -508,7 +512,34 @@ def timed_get(url):
     return time.monotonic() - t0, status
 
 
-@scenario("003", render, suite="published")
+def render_003(results, s="003", refs=None):
+    """Markdown lines of post 003's table: start → first request → repeat request."""
+    rec, refs, out = _section(results, refs)
+    names, V = rec.targets, refdata.value
+    pub = ["Quarkus JVM", "Quarkus native"]
+    cond = "Kubernetes pod with 512 MB RAM"
+    rows = [Row("start → first 200 on /hello (ms)", [rec.cell(s, n, "first_hello_ms") for n in names], "%.1f", True,
+                [V(refs, "003", "pod_startup_time", x, condition=cond) for x in pub]),
+            Row("start → first 200 on the DB path (ms)", [rec.cell(s, n, "first_db_ms") for n in names], "%.1f", True,
+                [V(refs, "003", "first_request_time", x, condition=cond) for x in pub]),
+            Row("start → first 200 on the DB path, slowest start (ms)",
+                [rec.cell(s, n, "first_db_max_ms") for n in names], "%.1f", True, ["-", "-"]),
+            Row("repeat request on the DB path (ms)", [rec.cell(s, n, "repeat_db_ms") for n in names], "%.2f", True,
+                [V(refs, "003", "second_request_time", x, condition=cond) for x in pub]),
+            Row("repeat request on /hello (ms)", [rec.cell(s, n, "repeat_hello_ms") for n in names], "%.2f", True,
+                ["-", "-"]),
+            # image_bytes: only an image target's
+            Row("image (MB)", [_bytes_mb(rec.opt(s, n, "image_bytes")) for n in names], "%.1f", True, ["-", "-"])]
+    _table(out, "003: start → first request → repeat request", names, pub, rows,
+           "Post 003's scenario, median of %s fresh starts: the process's exec (or docker run) until the first 200 "
+           "on /hello, then on the DB path (polled), then one more GET of each on a new connection. Published: a "
+           "Kubernetes pod (512 MB) serving GraphQL pages; its first row is the pod's start."
+           % rec.params.get("p003_starts"))
+    _errors(out, rec, s)
+    return out
+
+
+@scenario("003", render_003, suite="published")
 def s_003(runner, i):
     """Post 003: a fresh start (the process's exec, or docker run for an image) → first 200 on /hello and on the DB
     path, then the same two requests again; medians of several starts."""
@@ -533,7 +564,7 @@ def s_003(runner, i):
     runner.each("003", i, run, 10 * n, start=False)
 
 
-@scenario("004", render, suite="published")
+@scenario("004", render_004, suite="published")
 def s_004(runner, i):
     p = runner.p
 

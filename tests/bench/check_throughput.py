@@ -1,23 +1,24 @@
 # SPDX-License-Identifier: MIT
 """Checks a bench/throughput.py output folder run with `--targets preon,pgbench --variant pgss`: the issue's table
 with a figure for preon in every row and the absent targets named as such, the pg_stat_statements variant really
-loaded, plausible medians in results.json. Usage: check_throughput.py DIR"""
-import json
+loaded, plausible medians in results.json, read through the record's loader (bench/measure/record.py: a figure
+results.json lacks is a failure naming its key path). Usage: check_throughput.py DIR"""
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from measure import record  # noqa: E402
 from measure.throughput_report import TESTS  # noqa: E402
 
 out = sys.argv[1]
-results = json.load(open(os.path.join(out, "results.json")))
+rec = record.load_throughput(os.path.join(out, "results.json"))
 report = open(os.path.join(out, "report.md")).read()
 problems = []
 expected = {"preon": "ok", "preon-c2": "not run", "preon-c4": "not run", "preon-batch": "not run", "tfb-h2o": "not run", "tfb-h2o-m2": "not run",
             "tfb-h2o-m4": "not run", "go-gin": "not run", "bare": "not run", "pgbench": "ok", "pgbench-one": "not run"}
-if results["status"] != expected:
-    problems.append("targets' status %r, expected %r" % (results["status"], expected))
+if rec.status != expected:
+    problems.append("targets' status %r, expected %r" % (rec.status, expected))
 
 header = "| test | preon | TFB h2o | preon / TFB h2o | what limits it | goal |"
 if report.count(header) != 2:
@@ -31,23 +32,35 @@ for t in TESTS:
 if not re.search(r"^\| /db \(c64\) \|.*pgbench, 16 per Sync: %s queries/s \(preon at [\d.]+×\)" % rate, report, re.M):
     problems.append("report.md: /db row without the pgbench ceiling")
 
-for variant, tests in (("plain", TESTS), ("pgss", [t for t in TESTS if t["db"]])):
-    med = results["variants"].get(variant, {}).get("medians", {})
+def checked(fn):
+    """fn()'s problems; the record's own when a figure it needs is missing."""
+    try:
+        fn()
+    except record.RecordError as e:
+        problems.append(str(e))
+
+
+def check_variant(variant, tests):
     for t in tests:
-        m = med.get(t["key"], {}).get("preon")
+        m = rec.need("variants", variant, "medians", t["key"], "preon")
         # wrk times a pipelined batch only once it is complete: a 1 s run may time too few for percentiles
         if not m or not m["rps"] > 0 or (t["depth"] == 1 and not (m["p99"] or 0) > 0):
             problems.append("%s %s: implausible figures for preon %r" % (variant, t["key"], m))
-        elif t["depth"] == 1 and not 0 < m["c1_p50"] <= m["c1_p99"]:
+        elif t["depth"] == 1 and not 0 < rec.need("variants", variant, "medians", t["key"], "preon", "c1_p50") \
+                <= rec.need("variants", variant, "medians", t["key"], "preon", "c1_p99"):
             problems.append("%s %s: implausible c1 latency %r" % (variant, t["key"], m))
     for key in ("db", "fruits"):
-        p = med.get(key, {}).get("pgbench")
+        p = rec.need("variants", variant, "medians", key, "pgbench")
         if not p or not p["rps"] > 0 or p["errors"]:
             problems.append("%s %s: no pgbench ceiling %r" % (variant, key, p))
-    if not results["variants"].get(variant, {}).get("peak_rss_kb", {}).get("preon", 0) > 1000:
+    if not rec.need("variants", variant, "peak_rss_kb", "preon") > 1000:
         problems.append("%s: no peak RSS for preon" % variant)
-if not (results["variants"].get("pgss", {}).get("pgss_statements") or 0) > 0:
-    problems.append("pg_stat_statements was not loaded in the pgss variant")
+
+
+for variant, tests in (("plain", TESTS), ("pgss", [t for t in TESTS if t["db"]])):
+    checked(lambda: check_variant(variant, tests))
+checked(lambda: None if (rec.need("variants", "pgss", "pgss_statements") or 0) > 0 else problems.append(
+    "pg_stat_statements was not loaded in the pgss variant"))
 
 for p in problems:
     print("FAIL:", p)

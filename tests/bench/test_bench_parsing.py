@@ -157,7 +157,7 @@ class ParsingTest(unittest.TestCase):
                                           "| rps | 200 | 100 | 2.00× |", "| errors | 0 | 3 | - |"])
 
     def test_report(self):
-        results = {"date": "2026-11-29 00:00:00 UTC", "cpus": 2, "quick": True, "targets": ["preon", "go"],
+        results = {"date": "2026-11-29 00:00:00 UTC", "cpus": 2, "quick": True, "params": {}, "targets": ["preon", "go"],
                    "scenarios": {
                        "hello": {"preon": parse_wrk(WRK), "go": dict(parse_wrk(WRK), rps=90517.6)},
                        "db": {"preon": {"cold": parse_ab(AB), "warm": parse_ab(AB)},

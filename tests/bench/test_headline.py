@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 """bench/headline.py: the generated tables of README.md and docs/*.md match the runs they were generated from,
 and a figure changed by hand is caught."""
+import json
 import os
 import subprocess
 import sys
@@ -49,8 +50,9 @@ class HeadlineTest(unittest.TestCase):
 
 
 class OverlayTest(unittest.TestCase):
-    """One headline table from several recorded runs: a later run's scenarios replace the suite's (an image run's
-    NAME-image counting as NAME), and the Docker rows read the smallest container that served."""
+    """One headline table from several recorded runs: a later run's scenarios are laid over the suite's, target by
+    target (an image run's NAME-image counting as NAME), and the Docker rows read the smallest container that
+    served."""
 
     def test_docker_rows(self):
         sys.path.insert(0, os.path.join(REPO, "bench"))
@@ -69,10 +71,48 @@ class OverlayTest(unittest.TestCase):
                          ["OOM-killed under ab", "OOM-killed at start", "1,234; 3.0 MiB"])
         with tempfile.TemporaryDirectory(dir=REPO) as d:
             with open(os.path.join(d, "results.json"), "w") as f:
-                f.write('{"scenarios": {"limits": {"preon-image": {"k": 1}}}}')
+                f.write('{"date": "2026-12-01", "cpus": 2, "quick": true, "params": {}, "targets": ["preon-image"], '
+                        '"scenarios": {"limits": {"preon-image": {"k": 1}}}}')
             out, ramp = headline.overlay({"targets": ["preon"], "scenarios": {"000": {"preon": {}}}},
                                          os.path.relpath(d, REPO))
             self.assertEqual((out["scenarios"]["limits"], "000" in out["scenarios"], ramp), ({"preon": {"k": 1}}, True, None))
+
+    def test_overlaid_runs_add_targets_and_merge_per_target(self):
+        """(a) a target only an overlaid run has (NAME-image as NAME) is a column of its own, after the base's;
+        (b) a scenario is merged target by target, not replaced; (c) several ramp004 runs are merged."""
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        import headline  # noqa: E402
+        base = {"targets": ["preon", "go"], "scenarios": {"000": {"preon": {"rps": 1}, "go": {"rps": 2}},
+                                                          "001": {"preon": {"rps": 3}}}}
+        runs = {"native": {"targets": ["quarkus-native-image"],
+                           "scenarios": {"000": {"quarkus-native-image": {"rps": 4}}}},
+                "go-again": {"targets": ["go"], "scenarios": {"001": {"go": {"rps": 5}}}},
+                "ramp-a": {"targets": ["preon", "go"], "scenarios": {"ramp004": {"preon": {"a": 1}, "go": {"a": 2}}}},
+                "ramp-b": {"targets": ["quarkus-native"], "scenarios": {"ramp004": {"quarkus-native": {"b": 3}}}}}
+        with tempfile.TemporaryDirectory(dir=REPO) as d:
+            for name, rec in runs.items():
+                os.mkdir(os.path.join(d, name))
+                with open(os.path.join(d, name, "results.json"), "w") as f:
+                    json.dump(dict(rec, date="2026-12-01", cpus=2, quick=True, params={}), f)
+            rel = os.path.relpath(d, REPO)
+            out, ramp = headline.overlay(base, " ".join(os.path.join(rel, n) for n in runs))
+        self.assertEqual(out["targets"], ["preon", "go", "quarkus-native"])
+        self.assertEqual(out["scenarios"]["000"], {"preon": {"rps": 1}, "go": {"rps": 2}, "quarkus-native": {"rps": 4}})
+        self.assertEqual(out["scenarios"]["001"], {"preon": {"rps": 3}, "go": {"rps": 5}})
+        self.assertEqual(ramp, {"preon": {"a": 1}, "go": {"a": 2}, "quarkus-native": {"b": 3}})
+        self.assertNotIn("ramp004", out["scenarios"])
+        self.assertEqual(base["targets"], ["preon", "go"], "the base's record is left as it was")
+
+    def test_a_record_that_lacks_a_field_is_named(self):
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        import headline  # noqa: E402
+        from measure import record  # noqa: E402
+        with tempfile.TemporaryDirectory(dir=REPO) as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump({"date": "2026-12-01", "cpus": 2, "quick": True, "params": {}, "scenarios": {}}, f)
+            with self.assertRaises(record.RecordError) as e:
+                headline.overlay({"targets": [], "scenarios": {}}, os.path.relpath(d, REPO))
+            self.assertIn("results.json: targets missing", str(e.exception))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from measure import Spread, Target, fmt, ratio, refdata  # noqa: E402
+from measure import Spread, Target, fmt, ratio, record, refdata  # noqa: E402
 from measure.rounds import merge, spread  # noqa: E402
 import scenarios  # noqa: E402
 from scenarios import published  # noqa: E402
@@ -41,8 +41,8 @@ class PublishedRenderTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.refs = refdata.load()
-        cls.md = {s: "\n".join(published.render(results(), s, cls.refs)) for s in scenarios.names("published")
-                  if scenarios.REGISTRY[s].render is published.render}  # limits and matrix: classic's tables
+        cls.md = {s: "\n".join(scenarios.REGISTRY[s].render(results(), s, cls.refs)) for s in scenarios.names("published")
+                  if scenarios.REGISTRY[s].render.__module__ == published.__name__}  # limits and matrix: classic's
 
     def test_published_column_in_every_table(self):
         for s, md in self.md.items():
@@ -103,6 +103,29 @@ class PublishedRenderTest(unittest.TestCase):
         self.assertEqual(published.capped(base, 32)[0].argv, ["sh", "-c", "./q-runner -Xmx32m"])
 
 
+class RecordTest(unittest.TestCase):
+    """A figure the record lacks fails loudly, naming the key path; a target that failed, and that the record says
+    so, is a "-"."""
+
+    def test_a_missing_figure_names_its_key_path(self):
+        r = results()
+        del r["scenarios"]["001"]["preon"]["caps"]["32"]["rps"]
+        with self.assertRaises(record.RecordError) as e:
+            published.render_001(record.run_from(r, "x/results.json"), "001", refdata.load())
+        self.assertEqual(str(e.exception), "x/results.json: scenarios.001.preon.caps.32.rps missing")
+        del r["params"]
+        with self.assertRaises(record.RecordError) as e:
+            record.run_from(r, "x/results.json")
+        self.assertEqual(str(e.exception), "x/results.json: params missing")
+
+    def test_a_failed_target_is_a_dash(self):
+        rec = record.run_from(results())
+        self.assertEqual((rec.cell("001", "go", "rps"), rec.cell("001", "preon", "rps")), (None, 25000.0))
+        self.assertIsNone(rec.cell("rounds", "preon", "rps"))  # a scenario that was not run
+        with self.assertRaises(record.RecordError):
+            rec.cell("001", "spring", "rps")  # a target the scenario has no record of
+
+
 class RoundsTest(unittest.TestCase):
     """000 and 001 in rounds: each figure the median of its rounds with their min–max, a ratio of medians, and
     "within noise" where two targets' ranges overlap; outcomes that differ between rounds both said."""
@@ -114,8 +137,9 @@ class RoundsTest(unittest.TestCase):
         go = [{"rps": 20000.0, "p99": 9.0, "cold": {"rps": 19000.0, "p99": 9.0}},
               {"rps": 22000.0, "p99": 8.0, "cold": {"rps": 25000.0, "p99": 9.5}},
               {"rps": 21000.0, "p99": 7.0, "cold": {"rps": 23000.0, "p99": 8.5}}]
+        wrk = {"p50": 1.0, "p75": 2.0, "p90": 3.0, "requests": 1000, "non2xx": 0, "socket_errors": 0}  # the rest
         r = results()
-        r["scenarios"]["000"] = {"preon": merge(pre), "go": merge(go)}
+        r["scenarios"]["000"] = {"preon": merge([dict(wrk, **x) for x in pre]), "go": merge([dict(wrk, **x) for x in go])}
         return r
 
     def test_merge(self):
@@ -130,7 +154,7 @@ class RoundsTest(unittest.TestCase):
         self.assertEqual(spread({"rps": 7.0}, "rps"), 7.0)  # a record of one run, as recorded before rounds
 
     def test_cells_and_verdicts(self):
-        md = "\n".join(published.render(self.rounds(), "000", refdata.load()))
+        md = "\n".join(published.render_000(self.rounds(), "000", refdata.load()))
         self.assertIn("median of 3 rounds", md)
         # warm: 30000–34000 against 20000–22000 do not overlap → a plain ratio
         self.assertIn("| requests/s (warm) | 31000 (30000–34000) | 21000 (20000–22000) | 1.48× |", md)

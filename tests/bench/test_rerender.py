@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Every recorded run under bench/published/ renders again from its results.json into its report.md byte for byte,
+with the renderer that wrote it (bench/run.py's scenarios, bench/throughput.py's, bench/cost.py's, bench/builds.py's,
+bench/scaleup.py's): a report is the record's, never a hand-edited page. The runs recorded before a renderer changed
+its wording are listed in OLDER with what changed, and the runs recorded before the CPU-partition sentence in
+BEFORE_PARTITION (compared byte for byte without it); every other folder must match. No load, no database: seconds.
+
+  tests/bench/test_rerender.py            # the test
+  tests/bench/test_rerender.py --dump DIR # write each folder's rendering to DIR/<folder with _ for />.md"""
+import glob
+import os
+import sys
+import unittest
+
+REPO = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+PUBLISHED = os.path.join(REPO, "bench", "published")
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import builds  # noqa: E402
+import run  # noqa: E402
+import scaleup  # noqa: E402
+import scenarios  # noqa: E402
+from measure import cost_report, record, throughput_report  # noqa: E402
+
+# Runs recorded before issue 28: their report.md is today's rendering without the CPU-partition sentence.
+PARTITION = "CPU partition: none recorded (a run from before issue 28: every role on every CPU).\n\n"
+BEFORE_PARTITION = {"2026-11-30/docker", "2026-12-01/build-stacks", "2026-12-01/docker-tables",
+                    "2026-12-01/matrix-images", "2026-12-01/native-quick", "2026-12-01/published-rounds",
+                    "2026-12-01/ramp004-stacks", "2026-12-01/start-images", "2026-12-01/throughput-rules"}
+# folder → what a renderer changed since its report.md was written (besides the partition sentence), so that
+# today's cannot reproduce it
+REF_004 = "bench/reference/004.json's chapter-6 systems renamed since (PG client → R2DBC)"
+ROUNDS = "000's and 001's intros say since how the figures were taken in rounds (\"Each figure is one run.\")"
+OLDER = {
+    "2026-11-29": "the classic tables' labels changed since (\"exec (docker run) →\", \"/hello requests/s\")",
+    "2026-11-30/published-suite": ROUNDS + "; the build table's published columns changed since",
+    "2026-11-30/published-suite-peers": ROUNDS + "; the build table's published columns changed since",
+    "2026-11-30/throughput": "the throughput table's verdicts changed since (\"within noise\", \"met (1.01×)\")",
+    "2026-11-30/throughput-rerun": "the throughput table's verdicts and its command line changed since",
+    "2026-12-01/limits-images": "the limits table leaves out since the req/s of a cap the target did not survive",
+    "2026-12-01/published-suite-full": ROUNDS,
+    "2026-12-01/published-suite-stacks": ROUNDS,
+    "2026-12-01/ramp004-full-preon-2": REF_004,
+    "2026-12-01/ramp004-full-preon-to-cap": REF_004,
+    "2026-12-01/ramp004-quick": REF_004,
+    "2026-12-01/scaleup-quick": "scaleup's intro says since how the replicas were capped (--cpus-per-replica)",
+}
+
+
+def chart_lines(results, folder):
+    """The image lines run.py appends to a report: each chart the scenarios draw whose PNG the folder holds."""
+    names = []
+    for fn in scenarios.PLOTS:
+        fn(results, lambda name, data, script: names.append(name))
+    return "".join("\n![%s.png](%s.png)\n" % (n, n) for n in names if os.path.exists(os.path.join(folder, n + ".png")))
+
+
+def render(folder):
+    """Markdown of `folder`'s results.json, by the renderer its shape names."""
+    path = os.path.join(folder, "results.json")
+    kind = record.kind(path)
+    if kind == "run":
+        results = record.load(path).raw
+        return run.render(results) + chart_lines(results, folder)
+    if kind == "throughput":
+        return throughput_report.render(record.load_throughput(path).raw)
+    if kind == "cost":
+        return cost_report.render(cost_report.load(path))
+    if kind == "builds":
+        return builds.render(record.load_json(path))
+    return scaleup.render(record.load_json(path))
+
+
+def folders():
+    return sorted(os.path.dirname(p) for p in glob.glob(os.path.join(PUBLISHED, "**", "results.json"), recursive=True))
+
+
+class Rerender(unittest.TestCase):
+    def test_every_recorded_report_renders_again(self):
+        seen = set()
+        for folder in folders():
+            name = os.path.relpath(folder, PUBLISHED)
+            seen.add(name)
+            with self.subTest(folder=name):
+                with open(os.path.join(folder, "report.md")) as f:
+                    recorded = f.read()
+                new = render(folder)
+                if name in BEFORE_PARTITION:
+                    self.assertIn(PARTITION, new)
+                    new = new.replace(PARTITION, "", 1)
+                if name in OLDER:
+                    self.assertNotEqual(new, recorded, "%s renders identically now: take it off OLDER" % name)
+                else:
+                    self.assertEqual(new, recorded, "%s/report.md is not what its results.json renders" % name)
+        self.assertFalse((set(OLDER) | BEFORE_PARTITION) - seen, "the lists name folders that are not recorded")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--dump"]:
+        os.makedirs(sys.argv[2], exist_ok=True)
+        for folder in folders():
+            with open(os.path.join(sys.argv[2], os.path.relpath(folder, PUBLISHED).replace("/", "_") + ".md"), "w") as f:
+                f.write(render(folder))
+        sys.exit(0)
+    unittest.main(verbosity=2)
