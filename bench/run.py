@@ -52,7 +52,7 @@ from measure import record
 from measure import (HERE, REPO, Target, build_preon, free_port, log, preon_env, private_postgres_dir, results_header,
                      save)
 from measure.container import ImageTarget, docker_ready, parse_limits
-from measure.cpus import Partition
+from measure.cpus import Partition, report_sentence
 from scenarios.open004 import driver_failures
 
 SCENARIOS = scenarios.names()
@@ -245,18 +245,7 @@ def render(results):
 
 def partition_line(rec):
     """The report's sentence on the CPU partition, with what each runtime detected in the target's set."""
-    part = rec.partition
-    if not part:
-        return "CPU partition: none recorded (a run from before issue 28: every role on every CPU)."
-    det = part.get("detected") or {}
-    seen = []
-    if det.get("nproc") is not None:
-        seen.append("nproc %s" % det["nproc"])
-    if det.get("java") is not None:
-        seen.append("a JVM %s" % det["java"])
-    if isinstance(det.get("go"), dict) and "NumCPU" in det["go"]:
-        seen.append("Go NumCPU %s, GOMAXPROCS %s" % (det["go"]["NumCPU"], det["go"]["GOMAXPROCS"]))
-    return "CPU partition: %s%s%s." % (part["sentence"], "; in the target's set " if seen else "", ", ".join(seen))
+    return report_sentence(rec.partition)
 
 
 def charts(results, outdir):

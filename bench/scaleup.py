@@ -18,8 +18,19 @@ quickly enough to matter? Per target and round, on 127.0.0.1:
   saturated pool (0.8 CPU) and replica 3 brings 0.4 more, leaving the rest to wrk, HAProxy and PostgreSQL.
   --cpus-per-replica 0 runs them uncapped.
 
+  --partition (bench/measure/cpus.py; default off: every role on every CPU, as the recorded runs were measured)
+  puts the roles on CPUs of their own: this process joins the load set, so wrk, the probe (a thread of it) and
+  HAProxy, started by it, run there: HAProxy is the load balancer, infrastructure in front of the replicas and
+  not what is measured, and in the target set it would take the CPU the replicas' caps are about; the replicas
+  start in the target set, each still in its own `cpu` cgroup under its cap (cgroup v1: cpuset and cpu are
+  separate hierarchies, a process is in one group of each; cgroup v2: the replica's group is made inside the
+  target set's); PostgreSQL is moved into the postgres set after it starts. A quota= in the spec would cap the
+  replicas together, so it is refused unless --cpus-per-replica is 0. On 2 CPUs `auto` leaves the replicas and
+  PostgreSQL one CPU: three replicas at 0.4 CPU oversubscribe it. results.json has the partition, what nproc (and
+  a JVM, Go) detect in a replica's set and cap, and each replica's and HAProxy's cgroups read while they ran.
+
   bench/scaleup.py --target preon --target go --target quarkus --target spring-webflux --target spring-mvc \\
-      [--rounds 3] [--quick] [--out DIR]
+      [--rounds 3] [--quick] [--partition auto] [--out DIR]
 
 Targets take turns, the order rotated each round; report.md gives medians with min–max over the rounds, beside
 post 003's figures (bench/reference/003.json). One private PostgreSQL serves the whole run. PREON_BIN names a
@@ -38,6 +49,7 @@ import time
 import run
 from measure import free_port, log, main_pid, md_table, private_postgres_dir, results_header, rss_kb, save, wrk
 from measure import scaleup as su
+from measure.cpus import V1_CPU, V1_CPUSET, Partition, cpus_text, report_sentence
 from measure.services import Cgroup, build_preon, supervise
 
 FULL = {"spike_s": 30, "start_at_s": 5, "idle_s": 3}
@@ -53,14 +65,76 @@ def ident(pid):
     return [pid, supervise.start_time(pid)]
 
 
-def one_run(spec, preon_bin, pgport, pgdir, p):
+def replica_cgroup(part, name, cpus):
+    """The cgroup that caps one replica at `cpus` CPU (None for 0: uncapped). Under a cgroup v2 partition it is made
+    inside the target set's group (one hierarchy: a process is in one group only, which must then be both)."""
+    if not cpus:
+        return None
+    if part.how == "cgroup v2 cpuset":
+        target = part.dirs["target"][0]
+        with open(os.path.join(target, "cgroup.subtree_control"), "w") as f:
+            f.write("+cpu")
+        name = os.path.join(os.path.basename(target), name)
+    return Cgroup(name, cpus=cpus)
+
+
+def in_replica(part, cg, argv):
+    """`argv` started as a replica: in the partition's target set and in its own capped cgroup `cg` (or None)."""
+    if cg is None:
+        return part.wrap("target", argv)
+    if part.how == "cgroup v2 cpuset":
+        return cg.wrap(argv)  # its group is inside the target set's
+    return cg.wrap(part.wrap("target", argv))  # joins its cpu group, then (exec'd) the target cpuset
+
+
+def placement(pid):
+    """Where process `pid` runs, read while it does: its cpuset and cpu cgroups (/proc/PID/cgroup; "unified" is
+    cgroup v2's hierarchy), its CPU affinity, whether the cpuset's `tasks` lists it, and its cpu group's quota."""
+    groups = {}
+    try:
+        with open("/proc/%d/cgroup" % pid) as f:
+            for line in f:
+                _, ctrls, path = line.rstrip("\n").split(":", 2)
+                for c in ctrls.split(","):
+                    if c in ("cpuset", "cpu", ""):
+                        groups[c or "unified"] = path
+        out = {"cgroups": groups, "affinity": cpus_text(sorted(os.sched_getaffinity(pid)))}
+        if "cpuset" in groups:
+            with open(os.path.join(V1_CPUSET + groups["cpuset"], "tasks")) as f:
+                out["in_cpuset_tasks"] = str(pid) in f.read().split()
+        if "cpu" in groups:
+            with open(os.path.join(V1_CPU + groups["cpu"], "cpu.cfs_quota_us")) as f:
+                out["cpu_quota_us"] = int(f.read())
+    except (OSError, ValueError) as e:  # gone meanwhile, or a hierarchy mounted elsewhere: said, not fatal
+        return dict(groups and {"cgroups": groups}, error=str(e))
+    return out
+
+
+def postmaster(pgdir):
+    """The PID of the cluster's postmaster (scripts/pg.sh keeps its data in pgdir/data)."""
+    with open(os.path.join(pgdir, "data", "postmaster.pid")) as f:
+        return int(f.readline())
+
+
+def detect(part, cpus):
+    """What nproc (and, in a partition, a JVM and Go) detect where a replica runs: its set and its cap."""
+    cg = replica_cgroup(part, "preon-scaleup-%d-detect" % os.getpid(), cpus)
+    try:
+        return part.detect(("nproc", "java", "go") if part.enabled else ("nproc",),
+                           wrap=lambda argv: in_replica(part, cg, argv))
+    finally:
+        if cg:
+            cg.remove()
+
+
+def one_run(spec, preon_bin, pgport, pgdir, p, part):
     """One target, one round: the figures, or an "error" with the last log lines, and the PIDs it started."""
     reps = [run.make_target(spec, preon_bin, pgport, pgdir) for _ in su.SERVERS]
     cgroups = []
-    if p.get("cpus_per_replica"):
-        for i, t in enumerate(reps):
-            cgroups.append(Cgroup("preon-scaleup-%d-r%d" % (os.getpid(), i + 1), cpus=p["cpus_per_replica"]))
-            t.argv = cgroups[-1].wrap(t.argv)
+    for i, t in enumerate(reps):
+        cg = replica_cgroup(part, "preon-scaleup-%d-r%d" % (os.getpid(), i + 1), p.get("cpus_per_replica"))
+        cgroups += [cg] if cg else []
+        t.argv = in_replica(part, cg, t.argv)
     workdir = tempfile.mkdtemp(prefix="preon-scaleup-")
     ha = su.HAProxy(workdir, free_port(), [int(t.url.rsplit(":", 1)[1]) for t in reps])
     out = {"loadavg_before": list(os.getloadavg()), "pids": []}
@@ -117,6 +191,8 @@ def one_run(spec, preon_bin, pgport, pgdir, p):
         spike_end = spike + p["spike_s"]
         if out.get("rss_kb") is None:
             out["rss_kb"] = rss_kb(main_pid(reps[2]))
+        out["placement"] = dict({n: placement(main_pid(t)) for n, t in zip(su.SERVERS, reps)},
+                                haproxy=placement(ha.proc.pid), postgres=placement(postmaster(pgdir)))
         if ident(main_pid(reps[2])) not in out["pids"]:  # run.sh may have started it as a child
             out["pids"].append(ident(main_pid(reps[2])))
         probe.stop()
@@ -187,7 +263,9 @@ def post_cell(name, ref):
     return "Quarkus JVM: pod start %g–%g s, first request %g s" % (start[0], start[-1], first[0])
 
 
-def cap_sentence(cpus):
+def cap_sentence(cpus, partitioned=False):
+    if not cpus and partitioned:
+        return "Replicas uncapped (they share the target's CPU set)."
     if not cpus:
         return "Replicas uncapped (they share the machine's cores with wrk, HAProxy and PostgreSQL)."
     return ("Each replica in a cgroup of its own capped at %g CPU (a pod's CPU limit), so that replica 3 adds "
@@ -200,18 +278,22 @@ def render(results):
              "%s, %s × %s, load average before %s, after %s. Command: `%s`." % (
                  results["date"], results["cpus"], results["machine"],
                  " ".join("%.2f" % x for x in results["loadavg_start"]),
-                 " ".join("%.2f" % x for x in results["loadavg_end"]), results["command"]), "",
-             "Per target and round: HAProxy (roundrobin, `option httpchk GET /fruits/1`, `inter 200 fall 2 rise 1`, "
-             "retry-on conn-failure, retries 2) in front of 3 slots; replicas 1 and 2 UP; wrk -t2 -c%d for %d s on "
-             "/fruits/1 through HAProxy, a probe at %g req/s on a connection of its own; replica 3 exec'd %d s into "
-             "the spike. A replica is in when it serves the DB path (the same check for every target). %s p95 idle: "
-             "the probe alone, %d s before the spike; during: from the spike's start to replica 3's first 2xx; "
-             "after: from then to the spike's end. Recovery: seconds from replica 3's start to the start of the "
-             "first 1-s bucket after which the probe's p95 stays below %g × the idle p95 until the spike ends; "
-             "\"no recovery\" when the last second is still above it. Medians over %d round(s), min–max in "
-             "brackets." % (CONNS, results["params"]["spike_s"], PROBE_RATE, results["params"]["start_at_s"],
-                            cap_sentence(results["params"].get("cpus_per_replica")),
-                            results["params"]["idle_s"], su.RECOVERY_FACTOR, results["rounds"]), ""]
+                 " ".join("%.2f" % x for x in results["loadavg_end"]), results["command"]), ""]
+    if "partition" in results:  # a run from before it has none, and its report stays as it was
+        where = "in a replica's set" + (" and cap" if results["params"].get("cpus_per_replica") else "")
+        lines += [report_sentence(results["partition"], where), ""]
+    lines += ["Per target and round: HAProxy (roundrobin, `option httpchk GET /fruits/1`, `inter 200 fall 2 rise 1`, "
+              "retry-on conn-failure, retries 2) in front of 3 slots; replicas 1 and 2 UP; wrk -t2 -c%d for %d s on "
+              "/fruits/1 through HAProxy, a probe at %g req/s on a connection of its own; replica 3 exec'd %d s into "
+              "the spike. A replica is in when it serves the DB path (the same check for every target). %s p95 idle: "
+              "the probe alone, %d s before the spike; during: from the spike's start to replica 3's first 2xx; "
+              "after: from then to the spike's end. Recovery: seconds from replica 3's start to the start of the "
+              "first 1-s bucket after which the probe's p95 stays below %g × the idle p95 until the spike ends; "
+              "\"no recovery\" when the last second is still above it. Medians over %d round(s), min–max in "
+              "brackets." % (CONNS, results["params"]["spike_s"], PROBE_RATE, results["params"]["start_at_s"],
+                             cap_sentence(results["params"].get("cpus_per_replica"),
+                                          results.get("partition", {}).get("enabled")),
+                             results["params"]["idle_s"], su.RECOVERY_FACTOR, results["rounds"]), ""]
     header = ["target", "start → UP (s)", "start → first 2xx (s)", "p95 idle (ms)", "p95 during (ms)",
               "p95 after (ms)", "recovery (s)", "req/s", "non-2xx", "socket errors", "RSS new replica (MiB)",
               "post 003 (as published)"]
@@ -243,6 +325,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="an 8-s spike, replica 3 at 2 s")
     ap.add_argument("--cpus-per-replica", type=float, default=0.4,
                     help="each replica's CPU cap (a cgroup of its own; 0: uncapped)")
+    ap.add_argument("--partition", default="off",
+                    help="CPU sets for the roles: off (the default), auto (wrk, the probe and HAProxy on the first "
+                         "CPU, the replicas and PostgreSQL on the rest) or load=LIST,target=LIST,postgres=LIST "
+                         "(bench/measure/cpus.py)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md from its results.json")
     args = ap.parse_args()
@@ -253,18 +339,26 @@ def main():
         return
     if args.rounds < 1:
         ap.error("--rounds: at least 1")
+    try:
+        part = Partition.parse(args.partition)
+    except ValueError as e:
+        ap.error(str(e))
+    if part.quota is not None and args.cpus_per_replica:
+        ap.error("--partition quota= would cap the replicas together: their cap is --cpus-per-replica (0 for none)")
     # SIGTERM unwinds like Ctrl-C: every `finally` stops what it started (replicas, HAProxy, PostgreSQL)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     names = args.target or ["preon"]
     p = dict(QUICK if args.quick else FULL, cpus_per_replica=args.cpus_per_replica)
     preon_bin = os.environ.get("PREON_BIN") or build_preon() if "preon" in names else None
     results = results_header(args, quick=args.quick, params=p, rounds=args.rounds, targets=names, runs={})
-    with private_postgres_dir("synchronous_commit = off") as (pgdir, pgport):
+    with part, private_postgres_dir("synchronous_commit = off") as (pgdir, pgport):
+        part.place_postgres(pgdir)
+        results["partition"] = part.record(detect(part, args.cpus_per_replica))
         for r in range(args.rounds):
             k = r % len(names)
             for name in names[k:] + names[:k]:
                 log("scale-up round %d/%d: %s" % (r + 1, args.rounds, name))
-                res = one_run(run.parse_target(name), preon_bin, pgport, pgdir, p)
+                res = one_run(run.parse_target(name), preon_bin, pgport, pgdir, p, part)
                 res["round"] = r + 1
                 results["runs"].setdefault(name, []).append(res)
                 log("%s: %s" % (name, res.get("error") or "start → first 2xx %ss, recovery %s" % (

@@ -235,11 +235,13 @@ class Partition:
             out["detected"] = detected
         return out
 
-    def detect(self, which=("nproc", "java", "go")):
+    def detect(self, which=("nproc", "java", "go"), wrap=None):
         """The CPU count each runtime detects inside the target's set (and quota): nproc (sched_getaffinity: what
         glibc, Go's runtime.NumCPU and preon see), the JVM's availableProcessors (-XshowSettings:system, or the
         container metrics it prints), Go's GOMAXPROCS (which from Go 1.25 also follows a cgroup quota). A runtime
-        that is not installed is left out."""
+        that is not installed is left out. `wrap` (argv → argv), when given, starts each command in place of
+        self.wrap("target", …), as the caller starts its targets (bench/scaleup.py: a replica's set and own cap)."""
+        self.detect_wrap = wrap or (lambda argv: self.wrap("target", argv))
         out = {}
         if "nproc" in which:
             out["nproc"] = _first_int(self._run(["nproc"]))
@@ -255,7 +257,7 @@ class Partition:
 
     def _run(self, argv, timeout=60):
         try:
-            r = subprocess.run(self.wrap("target", argv), capture_output=True, text=True, timeout=timeout)
+            r = subprocess.run(self.detect_wrap(argv), capture_output=True, text=True, timeout=timeout)
             return r.stdout + r.stderr
         except (OSError, subprocess.TimeoutExpired):
             return ""
@@ -278,6 +280,22 @@ class Partition:
         if len(text) >= 2 and all(t.isdigit() for t in text[:2]):
             return {"NumCPU": int(text[0]), "GOMAXPROCS": int(text[1])}
         return {"error": " ".join(text)[:200]}
+
+
+def report_sentence(part, where="in the target's set"):
+    """A report's sentence on the CPU partition (`part`: results.json's "partition", or None for a run from before
+    issue 28), with what each runtime detected `where` the commands ran."""
+    if not part:
+        return "CPU partition: none recorded (a run from before issue 28: every role on every CPU)."
+    det = part.get("detected") or {}
+    seen = []
+    if det.get("nproc") is not None:
+        seen.append("nproc %s" % det["nproc"])
+    if det.get("java") is not None:
+        seen.append("a JVM %s" % det["java"])
+    if isinstance(det.get("go"), dict) and "NumCPU" in det["go"]:
+        seen.append("Go NumCPU %s, GOMAXPROCS %s" % (det["go"]["NumCPU"], det["go"]["GOMAXPROCS"]))
+    return "CPU partition: %s%s%s." % (part["sentence"], "; %s " % where if seen else "", ", ".join(seen))
 
 
 def online_cpus_of_machine():

@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: MIT
 """bench/scaleup.py: the figures taken from the probe (p95, buckets, recovery) and HAProxy's `show stat` parsed on
 fixed data; then one quick round for preon against a private PostgreSQL, through a real HAProxy: the report has
-preon's row with a finite start → first 2xx, and nothing it started is left running. No speed is asserted."""
+preon's row with a finite start → first 2xx, and nothing it started is left running; then (root, 2 CPUs, cgroup v1
+cpuset) one more under --partition auto: each replica, read while it ran, in the target cpuset and in its own cpu
+cgroup under its cap, HAProxy in the load set, PostgreSQL in the postgres set, the partition recorded and in the
+report, every cgroup gone afterwards. No speed is asserted."""
+import glob
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -14,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 from measure import scaleup as su  # noqa: E402
+from measure.cpus import Partition, cpus_text, mechanism, online_cpus  # noqa: E402
 from measure.services import supervise, templates  # noqa: E402 - scripts/fixtures
 
 STAT = """# pxname,svname,qcur,status,hrsp_2xx,
@@ -72,23 +78,28 @@ def alive(pid, start):
     return supervise.start_time(pid) == start
 
 
+def quick_round(test, *extra):
+    """One quick round for preon (bench/scaleup.py with `extra` arguments): its results and report.md."""
+    out = tempfile.mkdtemp(prefix="preon-test-scaleup-")
+    p = subprocess.Popen([sys.executable, os.path.join(REPO, "bench", "scaleup.py"), "--quick", "--rounds", "1",
+                          "--target", "preon", "--out", out, *extra], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = p.communicate(timeout=70)
+    except subprocess.TimeoutExpired:
+        p.terminate()  # it stops what it started, then exits
+        _, err = p.communicate(timeout=25)
+        test.fail("bench/scaleup.py took over 70 s: " + err[-3000:])
+    test.assertEqual(p.returncode, 0, err[-3000:])
+    with open(os.path.join(out, "results.json")) as f:
+        results = json.load(f)
+    with open(os.path.join(out, "report.md")) as f:
+        return results, f.read()
+
+
 class QuickRunTest(unittest.TestCase):
     def test_preon_one_round(self):
-        out = tempfile.mkdtemp(prefix="preon-test-scaleup-")
-        p = subprocess.Popen([sys.executable, os.path.join(REPO, "bench", "scaleup.py"), "--quick", "--rounds", "1",
-                              "--target", "preon", "--out", out], cwd=REPO, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        try:
-            _, err = p.communicate(timeout=50)
-        except subprocess.TimeoutExpired:
-            p.terminate()  # it stops what it started, then exits
-            _, err = p.communicate(timeout=25)
-            self.fail("bench/scaleup.py took over 50 s: " + err[-3000:])
-        self.assertEqual(p.returncode, 0, err[-3000:])
-        with open(os.path.join(out, "results.json")) as f:
-            results = json.load(f)
-        with open(os.path.join(out, "report.md")) as f:
-            report = f.read()
+        results, report = quick_round(self)
         r = results["runs"]["preon"][0]
         self.assertNotIn("error", r, r.get("log_tail"))
         self.assertTrue(math.isfinite(r["start_to_first_2xx_s"]) and r["start_to_first_2xx_s"] > 0)
@@ -103,6 +114,44 @@ class QuickRunTest(unittest.TestCase):
         # HAProxy and the three replicas: started, recorded, all gone
         self.assertGreaterEqual(len(r["pids"]), 4, r["pids"])
         self.assertEqual([p for p in r["pids"] if alive(*p)], [])
+        # the default is no partition, and the report says so
+        self.assertFalse(results["partition"]["enabled"])
+        self.assertIn("CPU partition: none: the load generator, the target and PostgreSQL share every CPU", report)
+
+    @unittest.skipUnless(os.geteuid() == 0 and len(online_cpus()) >= 2 and mechanism() == "cgroup v1 cpuset",
+                         "needs root, 2 CPUs and cgroup v1 cpusets")
+    def test_preon_partition_auto(self):
+        want = Partition.parse("auto")
+        results, report = quick_round(self, "--partition", "auto")
+        r = results["runs"]["preon"][0]
+        self.assertNotIn("error", r, r.get("log_tail"))
+        part = results["partition"]
+        self.assertEqual((part["enabled"], part["mechanism"], part["load"], part["target"], part["postgres"]),
+                         (True, "cgroup v1 cpuset", cpus_text(want.load), cpus_text(want.target),
+                          cpus_text(want.postgres)))
+        self.assertEqual(part["detected"]["nproc"], len(want.target), "nproc in a replica's set")
+        self.assertIn("\nCPU partition: %s; in a replica's set and cap nproc %d" % (
+            part["sentence"], len(want.target)), report)
+        # each replica, read while it ran: in the target cpuset (its tasks list it, its affinity is the set) and,
+        # at once, in a cpu cgroup of its own capped at 0.4 CPU
+        place = r["placement"]
+        tag = re.fullmatch(r"/(preon-bench-\d+)-target", place["r1"]["cgroups"]["cpuset"])
+        self.assertTrue(tag, place["r1"])
+        pid = tag.group(1).rsplit("-", 1)[1]
+        for k, name in enumerate(su.SERVERS, 1):
+            self.assertEqual(place[name]["cgroups"]["cpuset"], "/%s-target" % tag.group(1), place[name])
+            self.assertTrue(place[name]["in_cpuset_tasks"], place[name])
+            self.assertEqual(place[name]["affinity"], cpus_text(want.target), place[name])
+            self.assertEqual(place[name]["cgroups"]["cpu"], "/preon-scaleup-%s-r%d" % (pid, k), place[name])
+            self.assertEqual(place[name]["cpu_quota_us"], 40000, place[name])
+        for role in ("load", "postgres"):
+            who = place["haproxy" if role == "load" else "postgres"]
+            self.assertEqual(who["cgroups"]["cpuset"], "/%s-%s" % (tag.group(1), role), who)
+            self.assertTrue(who["in_cpuset_tasks"], who)
+            self.assertEqual(who["affinity"], cpus_text(getattr(want, role)), who)
+        self.assertEqual([p for p in r["pids"] if alive(*p)], [])
+        self.assertEqual(glob.glob("/sys/fs/cgroup/*/preon-bench-%s-*" % pid) +
+                         glob.glob("/sys/fs/cgroup/*/preon-scaleup-%s-*" % pid), [], "every cgroup removed")
 
 
 if __name__ == "__main__":
