@@ -107,12 +107,17 @@ def overlay(results, folders):
 
 
 def smallest_serving(runs, n):
-    """Post 001's Docker table: the smallest -m (MiB) under which target n served /hello, and its warm req/s."""
+    """Post 001's Docker table: the smallest -m (MiB) under which target n served /hello, and its warm req/s. A cap
+    under which it started and then failed requests warm (it thrashed: under 1 req/s, with socket errors) does not
+    count as serving."""
     cells = []
     for label, c in (runs.get(n) or {}).items():
-        if isinstance(c, dict) and c.get("result") == "ok" and c.get("rps"):
+        if not isinstance(c, dict) or c.get("result") != "ok" or not c.get("rps"):
+            continue
+        warm = c.get("warm") or c
+        if not (warm["rps"] < 1 and warm.get("socket_errors")):
             mib = int(label.split("memory ", 1)[1].split(" ", 1)[0])
-            cells.append((mib, (c.get("warm") or c)["rps"]))
+            cells.append((mib, warm["rps"]))
     if not cells:
         return "none of 8…256 MiB"
     mib, rps = min(cells)
