@@ -8,10 +8,9 @@ each target failed, and the driver's own ceiling and send lag."""
 import os
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
-from measure import PG_SH, fmt, get, log, main_pid, md_table, ramp_open, record, refdata
+from measure import PG_SH, fmt, free_port, log, main_pid, md_table, ramp_open, record, refdata
+from measure.services import supervise
 
 from . import params, plots, scenario
 from .published import Sampler, postmaster_pid, published_004_rows
@@ -23,17 +22,6 @@ FULL = {"r4_r0": 1.0, "r4_r1": 800.0, "r4_s": 1100, "r4_think_s": 1.0, "r4_timeo
 QUICK = {"r4_r0": 5.0, "r4_r1": 500.0, "r4_s": 90, "r4_think_s": 1.0, "r4_timeout_s": 10, "r4_seed_mb": 150,
          "r4_stop_after": 3, "r4_drain_s": 10, "r4_max_conns": 4096, "r4_ceiling_s": 30, "r4_ceiling_r1": 1500.0}
 params(FULL, QUICK)
-
-
-def status(url, timeout=2):
-    """The status of GET url (4xx and 5xx too), or None when there is no answer."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except OSError:
-        return None
 
 
 def psql(pgdir, *args, stdin=None):
@@ -80,24 +68,23 @@ def measure_ceiling(runner, driver, p):
     """The driver against the bare epoll responder (bench/limit/epoll_hello.c, 2 threads; in the partition's target
     set, the driver in the load set), journeys of the same shape and think time, ramping steeply: the busiest window
     before its send lag exceeded the bound."""
-    from measure import free_port
     port = free_port()
     argv = [ramp_open.build_epoll_hello(), str(port), "2"]
     part = runner.partition
-    srv = subprocess.Popen(part.wrap("target", argv) if part else argv, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)
+    srv = supervise.spawn(part.wrap("target", argv) if part else argv, os.devnull, cwd=None, session=True)
     try:
-        deadline = time.monotonic() + 5
-        while get("http://127.0.0.1:%d/hello" % port, 0.5) != 200 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        try:
+            supervise.wait_ready(lambda: supervise.http_ok("http://127.0.0.1:%d/hello" % port, 0.5), 5, "epoll_hello",
+                                 srv, interval=0.05)
+        except supervise.NotReady as e:  # the driver's run then says what it got, as the ceiling's record
+            log("ramp004: %s" % e)
         argv = ramp_open.driver_argv(driver, "http://127.0.0.1:%d" % port, 1, p["r4_ceiling_r1"], p["r4_ceiling_s"],
                                      p["r4_think_s"], p["r4_timeout_s"], 1, drain=5, max_conns=p["r4_max_conns"],
                                      hello="/hello", window=5)
         rc, out = ramp_open.run(argv, p["r4_ceiling_s"] + p["r4_timeout_s"] + 60,
                                 os.path.join(ramp_open.OUT_DIR, "ceiling.log"))
     finally:
-        srv.terminate()
-        srv.wait()
+        supervise.stop(srv, timeout=15, group=True)
     c = ramp_open.ceiling(out["windows"])
     s = out["summary"] or {}
     c.update(exit=rc, argv=" ".join(argv[1:]), lag_p50_ms=s.get("lag_p50_ms"), lag_p99_run_ms=s.get("lag_p99_ms"),
@@ -282,7 +269,7 @@ def s_ramp004(runner, i):
         finally:
             t.db_path = db_path
         deadline = time.monotonic() + 30
-        while (status(t.url + "/fruits/1") or 599) >= 500 and time.monotonic() < deadline:
+        while (supervise.http_status(t.url + "/fruits/1") or 599) >= 500 and time.monotonic() < deadline:
             time.sleep(0.1)
         pid = main_pid(t)
         sampler = Sampler(pid, postmaster_pid(pgdir))
@@ -302,7 +289,7 @@ def s_ramp004(runner, i):
             code = t.proc.returncode if t.proc else None
             exit_note = "OOM-killed or SIGKILLed (exit -9)" if code == -9 else "exited with %s during the run" % code
         else:
-            after = [status(t.url + "/hello", 5), status(t.url + "/fruits/1", 5)]
+            after = [supervise.http_status(t.url + "/hello", 5), supervise.http_status(t.url + "/fruits/1", 5)]
             exit_note = "stayed up (after the run: /hello %s, /fruits/1 %s)" % tuple(after)
         r["failed_how"] = ramp_open.failure_modes(out["summary"], exit_note)
         r["saturation"] = target_saturation(out["windows"])
