@@ -6,7 +6,11 @@ A bench/run.py record (Run) holds, per scenario and target, what the scenario's 
 recorded when the target failed it ({"error": …, "log_tail": …}) or skipped it ({"skipped": …}). A cell of a
 target that failed, and that the record says so, is a legitimate "-": cell() returns None. A key that a
 successful target's record lacks is a RecordError: "bench/published/x/results.json: scenarios.001.go.rps missing".
-Fields that older runs did not record yet are read with opt(), which says so at the call."""
+Fields that older runs did not record yet are read with opt(), which says so at the call.
+
+bench/throughput.py's record (Throughput) and bench/builds.py's (Builds) have loaders here too; bench/cost.py's
+dataclasses are in cost_report, whose loader builds them with need() and of(). bench/scaleup.py's is still read as
+JSON."""
 import dataclasses
 import json
 import os
