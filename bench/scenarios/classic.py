@@ -121,7 +121,7 @@ def render_footprint(rec, s):
                                          for label, k, f, only in FOOTPRINT])
 
 
-def capped(rec, s, label, *keys, older=False):
+def cap_figures(rec, s, label, *keys, older=False):
     """Each target's figure keys… under the caps `label` of limits or matrix, read through the record: None for a
     target that failed the scenario; a row that ran (result ok) has every figure its scenario measures, else a
     RecordError; a row that did not (failed to start, OOM-killed, exited) has what it measured before, if anything
@@ -136,7 +136,7 @@ def capped(rec, s, label, *keys, older=False):
 def limit_rows(rec, s, label):
     """The rows of one row of caps of limits or matrix."""
     def g(*keys, older=False):
-        return capped(rec, s, label, *keys, older=older)
+        return cap_figures(rec, s, label, *keys, older=older)
     if s == "limits":
         # a cell that was OOM-killed or exited under load has no rate to show (wrk counts its errors as requests)
         ok = lambda vals: [v if r == "ok" else None for v, r in zip(vals, g("result"))]  # noqa: E731
@@ -169,7 +169,7 @@ def limit_rows(rec, s, label):
 
 def render_limits(rec, s):
     """limits and matrix: a block of rows per row of caps, each target's outcome under each, and the published
-    Docker experiments' own table, read through the record (capped)."""
+    Docker experiments' own table, read through the record (cap_figures)."""
     labels = []
     for n in rec.targets:
         for label in (rec.runs(s).get(n) or {}):
