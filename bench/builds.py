@@ -15,6 +15,7 @@ import statistics
 import tempfile
 
 from measure import Target, free_port, log, md_table, preon_env, private_postgres, ratio, results_header, save, wrk
+from measure import record
 
 TESTS = ["/db", "/fruits", "/json", "/queries?queries=20", "/fortunes", "/updates?queries=20"]
 
@@ -23,9 +24,8 @@ def measure(binary, pgport, path, conns, duration):
     port = free_port()
     env = preon_env(pgport, port, sync=None)
     env["PREON_SERVER_THREADS"] = "2"
-    t = Target("preon", [binary], env, port)
     with tempfile.TemporaryDirectory() as cwd:
-        t.argv = ["sh", "-c", 'cd "$0" && exec "$1"', cwd, binary]
+        t = Target("preon", ["sh", "-c", 'cd "$0" && exec "$1"', cwd, binary], env, port)
         t.start()
         try:
             wrk(t.url + path, min(conns, 16), 1)  # warm-up
@@ -35,16 +35,20 @@ def measure(binary, pgport, path, conns, duration):
 
 
 def render(results):
+    """Markdown of a run's results (a measure.record.Builds, or its JSON): a row per test and connection count,
+    medians over the rounds."""
+    rec = record.builds_from(results)
     rows = []
-    for row in results["rows"]:
-        med = {k: {m: statistics.median(r[m] for r in row[k]) for m in ("rps", "mean", "p99")} for k in ("before", "after")}
-        rows.append([row["path"], row["conns"], "%.0f → %.0f (%s)" % (med["before"]["rps"], med["after"]["rps"],
-                                                                    ratio(med["after"]["rps"], med["before"]["rps"])),
+    for row in rec.rows:
+        med = {k: {m: statistics.median(getattr(r, m) for r in getattr(row, k)) for m in ("rps", "mean", "p99")}
+               for k in ("before", "after")}
+        rows.append([row.path, row.conns, "%.0f → %.0f (%s)" % (med["before"]["rps"], med["after"]["rps"],
+                                                              ratio(med["after"]["rps"], med["before"]["rps"])),
                      "%.3f → %.3f" % (med["before"]["mean"], med["after"]["mean"]),
                      "%.2f → %.2f" % (med["before"]["p99"], med["after"]["p99"]),
-                     sum(r["non2xx"] for k in ("before", "after") for r in row[k])])
+                     sum(r.non2xx for r in row.before + row.after)])
     return "Measured %s: %d rounds of %d s, alternating; medians. before = `%s`, after = `%s`.\n\n" % (
-        results["date"], results["rounds"], results["duration"], results["before"], results["after"]) + md_table(
+        rec.date, rec.rounds, rec.duration, rec.before, rec.after) + md_table(
         ["test", "connections", "req/s before → after", "mean latency (ms; connections ÷ req/s) before → after",
          "p99 (ms) before → after", "non-2xx"], rows)
 

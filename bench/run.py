@@ -124,36 +124,37 @@ def parse_target(spec):
 
 
 def make_target(t, preon_bin, pgport, pgdir=None, build_first=True, partition=None):
-    """The Target of spec `t`, started inside `partition`'s target set when it is a process; its spec is kept as
-    target.spec for the published scenarios."""
+    """The Target of spec `t` (kept as target.spec for the published scenarios), started inside `partition`'s target
+    set when it is a process."""
+    def argv_in(argv):  # a process target's command, in the partition's target set
+        return partition.wrap("target", argv) if partition is not None else argv
     extra = dict(kv.split("=", 1) for kv in shlex.split(t.get("env", "")))  # env='KEY=value KEY2=value'
     if t.get("preon"):
         port = free_port()
-        target = Target(t["name"], [preon_bin], dict(preon_env(pgport, port), **extra), port, binary=preon_bin)
-    elif t.get("image"):
+        return Target(t["name"], argv_in([preon_bin]), dict(preon_env(pgport, port), **extra), port, binary=preon_bin,
+                      spec=t)
+    if t.get("image"):
         port = free_port()
         pg = dict(PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
         env = dict({k: v for k, v in preon_env(pgport, port).items() if k.startswith("PREON_")}, PORT=str(port), **pg)
-        target = ImageTarget(t["name"], t["image"], env, port, db_path=t["db-path"], url=(t.get("url") or "").rstrip("/"))
-    elif t.get("peer"):
-        target = make_peer(t, pgport, pgdir, build_first)
-    else:
-        env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres", **extra)
-        first = shlex.split(t["start"])[0]
-        binary = t.get("binary") or (first if os.path.isfile(first) else None)
-        start = t["start"].replace("{cap}", "")
-        target = Target(t["name"], ["sh", "-c", start], env, db_path=t["db-path"], binary=binary, url=t["url"].rstrip("/"))
-    if partition is not None and not t.get("image"):
-        target.argv = partition.wrap("target", target.argv)
-    target.spec = t
-    return target
+        return ImageTarget(t["name"], t["image"], env, port, db_path=t["db-path"], url=(t.get("url") or "").rstrip("/"),
+                           spec=t)
+    if t.get("peer"):
+        return make_peer(t, pgport, pgdir, build_first, argv_in)
+    env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres", **extra)
+    first = shlex.split(t["start"])[0]
+    binary = t.get("binary") or (first if os.path.isfile(first) else None)
+    start = t["start"].replace("{cap}", "")
+    return Target(t["name"], argv_in(["sh", "-c", start]), env, db_path=t["db-path"], binary=binary,
+                  url=t["url"].rstrip("/"), spec=t)
 
 
-def make_peer(t, pgport, pgdir, build_first):
+def make_peer(t, pgport, pgdir, build_first, argv_in=lambda argv: argv):
     """A peer of bench/peers/<name>/: run.sh on a free port against the same PostgreSQL (PORT, DATABASE_URL,
     POOL_SIZE, JAVA_OPTS from the environment); built first (untimed): its build.sh does nothing when the artifact is
     newer than every source, and rebuilds a stale one (which run.sh would otherwise start as it is). Without
-    run.sh, a command that says so and fails, so that every table reports why."""
+    run.sh, a command that says so and fails, so that every table reports why. argv_in(argv): the command as it is
+    started (make_target's: in the CPU partition's target set)."""
     d = os.path.join(PEERS, t["peer"])
     run_sh = os.path.join(d, "run.sh")
     port = free_port()
@@ -171,7 +172,7 @@ def make_peer(t, pgport, pgdir, build_first):
         if build_first and os.path.isfile(build_sh):
             log("building %s unless up to date (untimed): %s" % (t["name"], build_sh))
             subprocess.run(["nice", "-n", "10", "bash", build_sh], check=False)
-    return Target(t["name"], argv, env, port, db_path=t["db-path"])
+    return Target(t["name"], argv_in(argv), env, port, db_path=t["db-path"], spec=t)
 
 
 class Runner:

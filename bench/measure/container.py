@@ -68,8 +68,9 @@ class ImageTarget:
     """A service image: `docker run -d --network host` with PREON_* and PG* variables pointing at the private
     PostgreSQL and PREON_SERVER_PORT/PORT at a free port of 127.0.0.1 (or at url=, if the image has its own)."""
 
-    def __init__(self, name, image, env, port, db_path="/fruits", url=None, mem_mib=None, cpus=None):
+    def __init__(self, name, image, env, port, db_path="/fruits", url=None, mem_mib=None, cpus=None, spec=None):
         self.name, self.image, self.env, self.port, self.db_path = name, image, env, port, db_path
+        self.spec = spec  # bench/run.py's target spec it was made from, or None
         self.url = url or "http://127.0.0.1:%d" % port
         self.mem_mib, self.cpus = mem_mib, cpus
         self.binary, self.cid, self.proc = None, None, None
@@ -78,7 +79,7 @@ class ImageTarget:
         self._log = ""
 
     def limited(self, mem_mib=None, cpus=None):
-        return ImageTarget(self.name, self.image, self.env, self.port, self.db_path, self.url, mem_mib, cpus)
+        return ImageTarget(self.name, self.image, self.env, self.port, self.db_path, self.url, mem_mib, cpus, self.spec)
 
     def flags(self):
         out = ["--network", "host"]

@@ -2,9 +2,9 @@
 """bench/cost.py's record and report: the typed results (dataclasses) that one loader reads back and that fails
 loudly on a missing field, and the Markdown rendered from them alone."""
 import dataclasses
-import json
 from typing import Optional
 
+from . import record
 from .report import Spread, fmt, md_table, ratio
 
 TESTS = [("plaintext", "/plaintext", "/plaintext", 1), ("pipelined", "/plaintext pipelined ×16", "/plaintext", 16),
@@ -65,15 +65,23 @@ class CostResults:
 
 
 def load(path):
-    """results.json → CostResults; a missing field is a KeyError/TypeError, never a silent None."""
-    with open(path) as f:
-        d = json.load(f)
+    """results.json → CostResults; a missing field is a measure.record.RecordError naming the file and the key path
+    (servers.preon.counts.db.ir1 missing), never a silent None."""
+    where, d = record.where_of(path), record.load_json(path)
+
+    def need(obj, *keys, prefix=()):
+        return record.need(obj, *keys, where=where, prefix=prefix)
     servers = {}
-    for name, s in d["servers"].items():
-        servers[name] = ServerRun(status=s["status"], argv=s["argv"], build=s["build"], errors=s["errors"],
-                                  counts={t: Count(**c) for t, c in s["counts"].items()},
-                                  syscalls={t: Syscalls(**c) for t, c in s["syscalls"].items()})
-    return CostResults(header=d["header"], settings=d["settings"], servers=servers, throughput=d["throughput"])
+    for name, s in need(d, "servers").items():
+        at = ("servers", name)
+        servers[name] = ServerRun(status=need(s, "status", prefix=at), argv=need(s, "argv", prefix=at),
+                                  build=need(s, "build", prefix=at), errors=need(s, "errors", prefix=at),
+                                  counts={t: record.of(Count, c, where, at + ("counts", t))
+                                          for t, c in need(s, "counts", prefix=at).items()},
+                                  syscalls={t: record.of(Syscalls, c, where, at + ("syscalls", t))
+                                            for t, c in need(s, "syscalls", prefix=at).items()})
+    return CostResults(header=need(d, "header"), settings=need(d, "settings"), servers=servers,
+                       throughput=need(d, "throughput"))
 
 
 def _cell(run, test, get, f):

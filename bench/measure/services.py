@@ -74,9 +74,11 @@ class Target:
     """A service under test: a command, its environment and its base URL. Its output goes to a log file, so that
     a failure can be reported with its last lines."""
 
-    def __init__(self, name, argv, env, port=None, db_path="/fruits", binary=None, url=None, hello_path="/hello"):
+    def __init__(self, name, argv, env, port=None, db_path="/fruits", binary=None, url=None, hello_path="/hello",
+                 spec=None):
         self.name, self.argv, self.env, self.db_path, self.binary = name, argv, env, db_path, binary
         self.hello_path = hello_path
+        self.spec = spec  # bench/run.py's target spec it was made from (the published scenarios read it), or None
         self.base_url = url or "http://127.0.0.1:%d" % port
         self.proc = None
         self.log_path = tempfile.mktemp(prefix="bench-%s-" % name.replace("/", "_"), suffix=".log")

@@ -14,7 +14,6 @@ in the order of registration:
   open004    ramp004: post 004 with an open workload
 """
 import collections
-import functools
 
 Scenario = collections.namedtuple("Scenario", "name run render suite")
 
@@ -31,15 +30,6 @@ def scenario(name, render, suite=None):
         REGISTRY[name] = Scenario(name, fn, render, suite)
         return fn
     return register
-
-
-def on_json(render):
-    """A render that reads results.json's dicts (classic's and open004's, not yet through measure.record): given the
-    record, it gets the JSON the record was read from."""
-    @functools.wraps(render)
-    def from_record(rec, name, *more):
-        return render(rec.raw, name, *more)
-    return from_record
 
 
 def params(full, quick):

@@ -14,7 +14,7 @@ from measure import main_pid as process_main_pid
 from measure import images, record
 from measure.container import ImageTarget, PeakSampler, cgroup_mem_bytes, limit_label, parse_limits
 
-from . import on_json, params, plots, published_docker, scenario
+from . import params, plots, published_docker, scenario
 
 FULL = {"hello_s": 60, "latency_s": 20, "ab_n": 10000, "starts": 5, "limit_s": 60, "c10k_conns": 10000, "c10k_s": 30,
         "limits": "mem=8m,cpus=1;mem=16m,cpus=1;mem=32m,cpus=1;mem=64m,cpus=1;mem=128m,cpus=1;mem=256m,cpus=1",
@@ -32,13 +32,6 @@ def main_pid(t):
 
 
 # ---------------------------------------------------------------- rendering
-
-def get(results, scenario_name, name, *keys):
-    v = results["scenarios"].get(scenario_name, {}).get(name, {})
-    for k in keys:
-        v = v.get(k) if isinstance(v, dict) else None
-    return v
-
 
 def section(results, s, title, rows, intro=None, extra=()):
     """The lines of one table (rows: (label, [value per target], format, ratio?)), then `extra`, then the
@@ -110,38 +103,58 @@ def render_startup(rec, s):
          "%.1f", True)])
 
 
-def render_footprint(results, s):
-    names = results["targets"]
-    return section(results, s, "footprint", [(label, [get(results, s, n, k) for n in names], f, True)
-                                             for label, k, f in (
-        ("binary (bytes)", "binary_bytes", "%d"), ("runtime closure (bytes)", "closure_bytes", "%d"),
-        ("image (bytes)", "image_bytes", "%d"), ("docker stats memory, idle (bytes)", "idle_mem_bytes", "%d"),
-        ("docker stats memory, after the loads (bytes)", "mem_after_load_bytes", "%d"),
-        ("idle RSS (kB)", "idle_rss_kb", "%d"), ("peak RSS, hello load (kB)", "peak_rss_hello_kb", "%d"),
-        ("peak RSS, db load (kB)", "peak_rss_db_kb", "%d"), ("threads", "threads", "%d"),
-        ("CPU seconds per 10k requests", "cpu_s_per_10k", "%.3f"))])
+# footprint's figures: every target's (cell), and those of one kind of target only (opt): a binary's size and its
+# runtime closure where the target names a binary, an image's size and docker stats' memory where it is an image
+FOOTPRINT = (("binary (bytes)", "binary_bytes", "%d", "binary"), ("runtime closure (bytes)", "closure_bytes", "%d", "binary"),
+             ("image (bytes)", "image_bytes", "%d", "image"),
+             ("docker stats memory, idle (bytes)", "idle_mem_bytes", "%d", "image"),
+             ("docker stats memory, after the loads (bytes)", "mem_after_load_bytes", "%d", "image"),
+             ("idle RSS (kB)", "idle_rss_kb", "%d", None), ("peak RSS, hello load (kB)", "peak_rss_hello_kb", "%d", None),
+             ("peak RSS, db load (kB)", "peak_rss_db_kb", "%d", None), ("threads", "threads", "%d", None),
+             ("CPU seconds per 10k requests", "cpu_s_per_10k", "%.3f", None))
 
 
-def limit_rows(results, s, label):
+def render_footprint(rec, s):
+    """footprint: sizes, memory, threads and CPU per request, read through the record; the figures of one kind of
+    target only (FOOTPRINT) are opt."""
+    return section(rec, s, "footprint", [(label, [(rec.opt if only else rec.cell)(s, n, k) for n in rec.targets], f, True)
+                                         for label, k, f, only in FOOTPRINT])
+
+
+def cap_figures(rec, s, label, *keys, older=False):
+    """Each target's figure keys… under the caps `label` of limits or matrix, read through the record: None for a
+    target that failed the scenario; a row that ran (result ok) has every figure its scenario measures, else a
+    RecordError; a row that did not (failed to start, OOM-killed, exited) has what it measured before, if anything
+    (opt). older: a figure that older records lack (opt in every row; the use says which)."""
+    out = []
+    for n in rec.targets:
+        ran = rec.cell(s, n, label, "result") == "ok"
+        out.append(rec.cell(s, n, label, *keys) if ran and not older else rec.opt(s, n, label, *keys))
+    return out
+
+
+def limit_rows(rec, s, label):
     """The rows of one row of caps of limits or matrix."""
-    names = results["targets"]
-
-    def g(*keys):
-        return [get(results, s, n, label, *keys) for n in names]
+    def g(*keys, older=False):
+        return cap_figures(rec, s, label, *keys, older=older)
     if s == "limits":
         # a cell that was OOM-killed or exited under load has no rate to show (wrk counts its errors as requests)
         ok = lambda vals: [v if r == "ok" else None for v, r in zip(vals, g("result"))]  # noqa: E731
+        # warm: only with limit_warm, where the target was still up after the cold run (since 2026-12-01)
+        warm = any(g("warm", older=True))
+        # mem_bytes, non2xx and socket_errors: not in 2026-11-29's record (process targets under cgroups)
+        errors = [add(a, b) for a, b in zip(g("non2xx", older=True), g("socket_errors", older=True))]
         return [("%s: /hello requests/s%s" % (label, ", cold: wrk the moment it answers, as the post ran it"
-                                               if any(g("warm")) else ""), ok(g("rps")), "%.0f", True)] + (
-               [("%s: /hello requests/s, warm: the same wrk again at once" % label, ok(g("warm", "rps")), "%.0f",
-                 True),
+                                               if warm else ""), ok(g("rps")), "%.0f", True)] + (
+               [("%s: /hello requests/s, warm: the same wrk again at once" % label, ok(g("warm", "rps", older=True)),
+                 "%.0f", True),
                 ("%s: non-2xx + socket errors, warm run" % label,
-                 [add(a, b) for a, b in zip(g("warm", "non2xx"), g("warm", "socket_errors"))], "%d", False)]
-               if any(g("warm")) else []) + [
-                ("%s: memory, docker stats (MiB)" % label, [mib(v) for v in g("mem_bytes")], "%.2f", True),
-                ("%s: peak RSS (kB)" % label, g("rss_kb"), "%d", True),
-                ("%s: non-2xx + socket errors" % label, [add(a, b) for a, b in zip(g("non2xx"), g("socket_errors"))],
+                 [add(a, b) for a, b in zip(g("warm", "non2xx", older=True), g("warm", "socket_errors", older=True))],
                  "%d", False)]
+               if warm else []) + [
+                ("%s: memory, docker stats (MiB)" % label, [mib(v) for v in g("mem_bytes", older=True)], "%.2f", True),
+                ("%s: peak RSS (kB)" % label, g("rss_kb"), "%d", True),
+                ("%s: non-2xx + socket errors" % label, errors, "%d", False)]
     return [("%s: boot, start → first 200 on the DB path (ms)" % label, g("boot_ms"), "%.1f", True),
             ("%s: idle CPU %%" % label, g("idle_cpu_pct"), "%.2f", False),
             ("%s: idle RAM, docker stats (MiB)" % label, [mib(v) for v in g("idle_mem_bytes")], "%.2f", True),
@@ -154,17 +167,17 @@ def limit_rows(results, s, label):
             ("%s: failed requests (cold + warm)" % label, g("failed"), "%d", False)]
 
 
-def render_limits(results, s):
+def render_limits(rec, s):
     """limits and matrix: a block of rows per row of caps, each target's outcome under each, and the published
-    Docker experiments' own table."""
-    names, sc, labels = results["targets"], results["scenarios"], []
-    for n in names:
-        for label in (sc[s].get(n) or {}):
+    Docker experiments' own table, read through the record (cap_figures)."""
+    labels = []
+    for n in rec.targets:
+        for label in (rec.runs(s).get(n) or {}):
             if label not in labels and label not in ("error", "log_tail"):
                 labels.append(label)
-    outcomes = ["- %s, %s: %s" % (n, label, get(results, s, n, label, "result") or "not run")
-                for n in names for label in labels]
-    return section(results, s, s, [row for label in labels for row in limit_rows(results, s, label)],
+    outcomes = ["- %s, %s: %s" % (n, label, rec.cell(s, n, label, "result") or "not run")
+                for n in rec.targets for label in labels]
+    return section(rec, s, s, [row for label in labels for row in limit_rows(rec, s, label)],
                    extra=outcomes + ["", published_docker.render(s)])
 
 
@@ -207,7 +220,7 @@ def startup(runner, i):
     runner.each("startup", i, run, 2 * runner.p["starts"])
 
 
-@scenario("footprint", on_json(render_footprint), suite="classic")
+@scenario("footprint", render_footprint, suite="classic")
 def footprint(runner, i):
     def run(t):
         t.stop()
@@ -292,7 +305,7 @@ def under_each_cap(runner, name, i, fn, row_s):
     runner.each(name, i, run, len(caps(runner, name)) * row_s, start=False)  # run() starts its limited copy
 
 
-@scenario("limits", on_json(render_limits), suite=("classic", "published"))
+@scenario("limits", render_limits, suite=("classic", "published"))
 def limits(runner, i):
     def load(limited, mem, _times):
         pid = main_pid(limited)
@@ -306,7 +319,7 @@ def limits(runner, i):
     under_each_cap(runner, "limits", i, load, runner.p["limit_s"] + 3)
 
 
-@scenario("matrix", on_json(render_limits), suite=("classic", "published"))
+@scenario("matrix", render_limits, suite=("classic", "published"))
 def matrix(runner, i):
     def measure(limited, mem, times):
         pid = main_pid(limited)

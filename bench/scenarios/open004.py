@@ -8,12 +8,11 @@ each target failed, and the driver's own ceiling and send lag."""
 import os
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
-from measure import PG_SH, fmt, get, log, main_pid, md_table, ramp_open, refdata
+from measure import PG_SH, fmt, free_port, log, main_pid, md_table, ramp_open, record, refdata
+from measure.services import supervise
 
-from . import on_json, params, plots, scenario
+from . import params, plots, scenario
 from .published import Sampler, postmaster_pid, published_004_rows
 
 # The full schedule spans the post's ~1,100 s and ends at 800 users/s (about 10,000 users at once with 14-s
@@ -23,17 +22,6 @@ FULL = {"r4_r0": 1.0, "r4_r1": 800.0, "r4_s": 1100, "r4_think_s": 1.0, "r4_timeo
 QUICK = {"r4_r0": 5.0, "r4_r1": 500.0, "r4_s": 90, "r4_think_s": 1.0, "r4_timeout_s": 10, "r4_seed_mb": 150,
          "r4_stop_after": 3, "r4_drain_s": 10, "r4_max_conns": 4096, "r4_ceiling_s": 30, "r4_ceiling_r1": 1500.0}
 params(FULL, QUICK)
-
-
-def status(url, timeout=2):
-    """The status of GET url (4xx and 5xx too), or None when there is no answer."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except OSError:
-        return None
 
 
 def psql(pgdir, *args, stdin=None):
@@ -80,24 +68,23 @@ def measure_ceiling(runner, driver, p):
     """The driver against the bare epoll responder (bench/limit/epoll_hello.c, 2 threads; in the partition's target
     set, the driver in the load set), journeys of the same shape and think time, ramping steeply: the busiest window
     before its send lag exceeded the bound."""
-    from measure import free_port
     port = free_port()
     argv = [ramp_open.build_epoll_hello(), str(port), "2"]
     part = runner.partition
-    srv = subprocess.Popen(part.wrap("target", argv) if part else argv, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)
+    srv = supervise.spawn(part.wrap("target", argv) if part else argv, os.devnull, cwd=None, session=True)
     try:
-        deadline = time.monotonic() + 5
-        while get("http://127.0.0.1:%d/hello" % port, 0.5) != 200 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        try:
+            supervise.wait_ready(lambda: supervise.http_ok("http://127.0.0.1:%d/hello" % port, 0.5), 5, "epoll_hello",
+                                 srv, interval=0.05)
+        except supervise.NotReady as e:  # the driver's run then says what it got, as the ceiling's record
+            log("ramp004: %s" % e)
         argv = ramp_open.driver_argv(driver, "http://127.0.0.1:%d" % port, 1, p["r4_ceiling_r1"], p["r4_ceiling_s"],
                                      p["r4_think_s"], p["r4_timeout_s"], 1, drain=5, max_conns=p["r4_max_conns"],
                                      hello="/hello", window=5)
         rc, out = ramp_open.run(argv, p["r4_ceiling_s"] + p["r4_timeout_s"] + 60,
                                 os.path.join(ramp_open.OUT_DIR, "ceiling.log"))
     finally:
-        srv.terminate()
-        srv.wait()
+        supervise.stop(srv, timeout=15, group=True)
     c = ramp_open.ceiling(out["windows"])
     s = out["summary"] or {}
     c.update(exit=rc, argv=" ".join(argv[1:]), lag_p50_ms=s.get("lag_p50_ms"), lag_p99_run_ms=s.get("lag_p99_ms"),
@@ -114,11 +101,15 @@ def target_saturation(windows):
 
 
 def driver_failures(results):
-    """The targets whose driver run failed (fell behind, could not start users, or crashed): [(target, why)]."""
-    out = []
-    for n, r in (results.get("scenarios", {}).get("ramp004") or {}).items():
-        if isinstance(r, dict) and r.get("driver_exit") not in (None, 0):
-            out.append((n, "; ".join((r.get("summary") or {}).get("behind") or []) or "driver exit %s" % r["driver_exit"]))
+    """The targets whose driver run failed (fell behind, could not start users, or crashed): [(target, why)].
+    results: a measure.record.Run or its JSON."""
+    rec, out = record.run_from(results), []
+    for n in rec.targets:
+        if rec.result("ramp004", n) is None:
+            continue  # not run, or the target failed: the report says why
+        code, summary = rec.cell("ramp004", n, "driver_exit"), rec.cell("ramp004", n, "summary")
+        if code not in (None, 0):
+            out.append((n, "; ".join((summary or {}).get("behind") or []) or "driver exit %s" % code))
     return out
 
 
@@ -137,13 +128,31 @@ def sat_text(s):
     return "%s @ %s/s" % (fmt(s.get("users"), "%d"), fmt(s.get("rate"), "%.0f"))
 
 
-def render(results, _s="ramp004", refs=None):
-    """Markdown lines of the ramp004 section (_s: the scenario's name, as every renderer takes it)."""
+def saturation(rec, s, n):
+    """Target n's saturation point, from its windows so that a re-render applies the definition of today (the one
+    recorded where it has none)."""
+    windows = rec.cell(s, n, "windows")
+    return target_saturation(windows) if windows else rec.cell(s, n, "saturation")
+
+
+def render(rec, s="ramp004", refs=None):
+    """Markdown lines of the ramp004 section (s: the scenario's name, as every renderer takes it), read through the
+    record: the run's database and the driver's ceiling (rec.ramp004, in every run of ramp004), each target's
+    figures and the driver's summary of its run (none when the driver printed none). The driver's windows are read as
+    it wrote them (windows_table)."""
     refs = refs if refs is not None else refdata.load()
-    names, p = results["targets"], results["params"]
-    sc = results["scenarios"].get("ramp004", {})
-    extra = results.get("ramp004", {})
-    db, c = extra.get("database") or {}, extra.get("ceiling") or {}
+    names = rec.targets
+
+    def p(k):
+        return rec.need("params", k)
+
+    def top(*keys):
+        return rec.need("ramp004", *keys)
+
+    def summary(n):
+        """Target n's summary by the driver as fn(key), None for every key when there is none."""
+        sm = rec.cell(s, n, "summary")
+        return lambda key: record.need(sm, key, where=rec.where, prefix=("scenarios", s, n, "summary")) if sm else None
     out = ["", "### ramp004: post 004 with an open workload, every target past its saturation point", "",
            "Users arrive at a rate ramping from %g to %g users/s over %d s (stopping %s), whether or not earlier users "
            "got their answers; each runs a 14-request journey (5 writes) with think times %.1f s (uniform 0.5–1.5×) and "
@@ -152,60 +161,54 @@ def render(results, _s="ramp004", refs=None):
            "the first of two 10-s windows in a row with p95 > %.0f ms or KO > %.0f %% (at least %d answers), as its "
            "peak of active users and its planned arrival rate. RAM: the service's peak RSS; CPU %%: 100 = one core; PostgreSQL's: "
            "its postmaster and backends." % (
-               p["r4_r0"], p["r4_r1"], p["r4_s"],
-               "%d windows after the saturation window" % p["r4_stop_after"] if p["r4_stop_after"] else "at the end",
-               p["r4_think_s"], fmt(db.get("rows"), "%d"), fmt((db.get("table_bytes") or 0) / 1e6 or None),
-               fmt((db.get("total_bytes") or 0) / 1e6 or None), p["r4_timeout_s"], p["r4_max_conns"],
+               p("r4_r0"), p("r4_r1"), p("r4_s"),
+               "%d windows after the saturation window" % p("r4_stop_after") if p("r4_stop_after") else "at the end",
+               p("r4_think_s"), fmt(top("database", "rows"), "%d"), fmt(top("database", "table_bytes") / 1e6 or None),
+               fmt(top("database", "total_bytes") / 1e6 or None), p("r4_timeout_s"), p("r4_max_conns"),
                ramp_open.BREAK_P95_MS, ramp_open.BREAK_KO_PCT, ramp_open.MIN_ANSWERS), ""]
     rows = []
-    for r in sc.values():  # from the windows, so that a re-render applies the definition of today
-        if isinstance(r, dict) and r.get("windows"):
-            r["saturation"] = target_saturation(r["windows"])
     for n in names:
-        r = sc.get(n)
-        s = (r or {}).get("summary") if isinstance(r, dict) else None
-        if not s:
+        sm = summary(n)
+        if not rec.cell(s, n, "summary"):
             rows.append([n, "measured here"] + ["-"] * (len(COLS) - 2))
             continue
-        rows.append([n, "measured here", "%d" % s["max_active"], "%d" % s["requests"], "%d" % s["ok"],
-                     fmt(s["ko_pct"], "%.2f"), fmt(s["rps"], "%.1f"), fmt(s["p95_ms"], "%.1f"), sat_text(r.get("saturation")),
-                     fmt((r.get("peak_rss_kb") or 0) / 1024 or None, "%.1f"), fmt(r.get("cpu_pct"), "%.0f"),
-                     fmt(r.get("max_threads"), "%d"), fmt(r.get("pg_cpu_pct"), "%.0f")])
+        rows.append([n, "measured here", "%d" % sm("max_active"), "%d" % sm("requests"), "%d" % sm("ok"),
+                     fmt(sm("ko_pct"), "%.2f"), fmt(sm("rps"), "%.1f"), fmt(sm("p95_ms"), "%.1f"),
+                     sat_text(saturation(rec, s, n)), fmt((rec.cell(s, n, "peak_rss_kb") or 0) / 1024 or None, "%.1f"),
+                     fmt(rec.cell(s, n, "cpu_pct"), "%.0f"), fmt(rec.cell(s, n, "max_threads"), "%d"),
+                     fmt(rec.cell(s, n, "pg_cpu_pct"), "%.0f")])
     rows += published_004_rows(refs, PUB_METRICS)
     out.append(md_table(COLS, rows).rstrip("\n"))
     out.append("")
-    if c:
-        out.append("- the driver's own ceiling (the same journeys' shape, every request GET /hello, against the bare "
-                   "epoll responder of bench/limit/, on this machine at the same time): %s req/s at %s active users "
-                   "(%s); send lag over that run p50 %s ms, p99 %s ms, max %s ms." % (
-                       fmt(c.get("rps")), fmt(c.get("users"), "%d"),
-                       "beyond it the driver fell behind" if c.get("reached") else "it never fell behind: the ceiling "
-                       "is higher", fmt(c.get("lag_p50_ms"), "%.2f"), fmt(c.get("lag_p99_run_ms"), "%.1f"),
-                       fmt(c.get("lag_max_ms"), "%.1f")))
+    out.append("- the driver's own ceiling (the same journeys' shape, every request GET /hello, against the bare "
+               "epoll responder of bench/limit/, on this machine at the same time): %s req/s at %s active users "
+               "(%s); send lag over that run p50 %s ms, p99 %s ms, max %s ms." % (
+                   fmt(top("ceiling", "rps")), fmt(top("ceiling", "users"), "%d"),
+                   "beyond it the driver fell behind" if top("ceiling", "reached") else "it never fell behind: the "
+                   "ceiling is higher", fmt(top("ceiling", "lag_p50_ms"), "%.2f"),
+                   fmt(top("ceiling", "lag_p99_run_ms"), "%.1f"), fmt(top("ceiling", "lag_max_ms"), "%.1f")))
     for n in names:
-        r = sc.get(n)
-        if not isinstance(r, dict):
+        v = rec.runs(s).get(n)
+        if isinstance(v, dict) and "error" in v:
+            out.append("- **%s: %s**" % (n, v["error"]))
             continue
-        if "error" in r:
-            out.append("- **%s: %s**" % (n, r["error"]))
+        if rec.result(s, n) is None:
             continue
-        s = r.get("summary") or {}
-        sat = r.get("saturation")
+        sm, sat = summary(n), saturation(rec, s, n)
         out.append("- %s: how it failed: %s. Saturation: %s. p50 %s ms, p99 %s ms; %s users arrived, %s journeys "
                    "finished, %s steps skipped (their POST was KO). Driver: send lag p50 %s ms, p99 %s ms, max %s ms%s; "
                    "load average %s before, %s after." % (
-                       n, r.get("failed_how"), "%s (%s, window at %s s)" % (sat_text(sat), sat["reason"], fmt(sat["t"]))
-                       if sat else "not reached", fmt(s.get("p50_ms"), "%.1f"), fmt(s.get("p99_ms"), "%.1f"),
-                       fmt(s.get("users_started"), "%d"), fmt(s.get("users_finished_journey"), "%d"),
-                       fmt(s.get("skipped_steps"), "%d"), fmt(s.get("lag_p50_ms"), "%.2f"), fmt(s.get("lag_p99_ms"), "%.1f"),
-                       fmt(s.get("lag_max_ms"), "%.1f"),
-                       " — **DRIVER FELL BEHIND (%s): these figures understate the load offered**" % "; ".join(s.get("behind"))
-                       if s.get("behind") else "", "/".join("%.1f" % x for x in r.get("loadavg_before", [])),
-                       "/".join("%.1f" % x for x in r.get("loadavg_after", []))))
+                       n, rec.cell(s, n, "failed_how"),
+                       "%s (%s, window at %s s)" % (sat_text(sat), sat["reason"], fmt(sat["t"])) if sat else "not reached",
+                       fmt(sm("p50_ms"), "%.1f"), fmt(sm("p99_ms"), "%.1f"), fmt(sm("users_started"), "%d"),
+                       fmt(sm("users_finished_journey"), "%d"), fmt(sm("skipped_steps"), "%d"),
+                       fmt(sm("lag_p50_ms"), "%.2f"), fmt(sm("lag_p99_ms"), "%.1f"), fmt(sm("lag_max_ms"), "%.1f"),
+                       " — **DRIVER FELL BEHIND (%s): these figures understate the load offered**" % "; ".join(sm("behind"))
+                       if sm("behind") else "", "/".join("%.1f" % x for x in rec.cell(s, n, "loadavg_before")),
+                       "/".join("%.1f" % x for x in rec.cell(s, n, "loadavg_after"))))
     for n in names:
-        r = sc.get(n)
-        if isinstance(r, dict) and r.get("windows"):
-            out.extend(["", "#### %s, per 10-s window" % n, "", windows_table(r["windows"]).rstrip("\n")])
+        if rec.result(s, n) is not None and rec.cell(s, n, "windows"):
+            out.extend(["", "#### %s, per 10-s window" % n, "", windows_table(rec.cell(s, n, "windows")).rstrip("\n")])
     return out
 
 
@@ -246,7 +249,7 @@ def charts(results, plot):
 
 # ---------------------------------------------------------------- the scenario
 
-@scenario("ramp004", on_json(render))
+@scenario("ramp004", render)
 def s_ramp004(runner, i):
     p, pgdir = runner.p, runner.pgdir
     driver = ramp_open.build_driver()
@@ -266,7 +269,7 @@ def s_ramp004(runner, i):
         finally:
             t.db_path = db_path
         deadline = time.monotonic() + 30
-        while (status(t.url + "/fruits/1") or 599) >= 500 and time.monotonic() < deadline:
+        while (supervise.http_status(t.url + "/fruits/1") or 599) >= 500 and time.monotonic() < deadline:
             time.sleep(0.1)
         pid = main_pid(t)
         sampler = Sampler(pid, postmaster_pid(pgdir))
@@ -286,7 +289,7 @@ def s_ramp004(runner, i):
             code = t.proc.returncode if t.proc else None
             exit_note = "OOM-killed or SIGKILLed (exit -9)" if code == -9 else "exited with %s during the run" % code
         else:
-            after = [status(t.url + "/hello", 5), status(t.url + "/fruits/1", 5)]
+            after = [supervise.http_status(t.url + "/hello", 5), supervise.http_status(t.url + "/fruits/1", 5)]
             exit_note = "stayed up (after the run: /hello %s, /fruits/1 %s)" % tuple(after)
         r["failed_how"] = ramp_open.failure_modes(out["summary"], exit_note)
         r["saturation"] = target_saturation(out["windows"])

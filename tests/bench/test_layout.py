@@ -55,9 +55,14 @@ class Registry(unittest.TestCase):
         error (the renderer runs, whatever module registered it)."""
         params = dict(scenarios.QUICK)
         failed = {"error": "x exited with 127 at start", "log_tail": "no such file\n"}
+        # what a scenario records for the run itself before any target runs: ramp004's table and driver's ceiling
+        before = {"ramp004": {"ramp004": {
+            "database": {"rows": 1, "max_id": 1, "table_bytes": 8192, "total_bytes": 16384, "seconds": 0.1},
+            "ceiling": {"rps": 100.0, "users": 10, "rate": 5.0, "reached": False, "lag_p50_ms": 0.1,
+                        "lag_p99_run_ms": 1.0, "lag_max_ms": 2.0}}}}
         for name in SCENARIOS:
-            results = {"date": "2026-12-01 00:00:00 UTC", "cpus": 2, "quick": True, "params": params,
-                       "targets": ["x"], "scenarios": {name: {"x": dict(failed)}}}
+            results = dict({"date": "2026-12-01 00:00:00 UTC", "cpus": 2, "quick": True, "params": params,
+                            "targets": ["x"], "scenarios": {name: {"x": dict(failed)}}}, **before.get(name, {}))
             md = render(results)
             self.assertIn("x exited with 127 at start", md, name)
             self.assertIn("\n### ", md, name)

@@ -49,7 +49,7 @@ if not os.environ.get("PREON_TEST_PGDIR"):
     os.environ["PREON_TEST_PGDIR"] = own_cluster()
 os.environ.setdefault("PREON_BIN", os.path.join(REPO, "build", "preon"))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
-from harness import Preon, free_port, pg_url, psql, require_env  # noqa: E402
+from harness import Preon, free_port, pg_url, psql, require_env, supervise  # noqa: E402 - scripts/fixtures' supervisor
 
 
 def url_as(user, database=None, port=None):
@@ -72,7 +72,8 @@ def get(port, path, timeout=10, host="127.0.0.1"):
 
 
 class Peer:
-    """bench/peers/NAME/run.sh on a free port, in the foreground of its own process (run.sh execs the service)."""
+    """bench/peers/NAME/run.sh on a free port, in the foreground of its own process (run.sh execs the service),
+    started, waited for and stopped by scripts/fixtures/supervise.py."""
 
     def __init__(self, name, database_url, host="127.0.0.1", **env):
         self.name, self.port, self.host = name, free_port(), host
@@ -80,40 +81,38 @@ class Peer:
         if host != "127.0.0.1":
             self.env["LISTEN"] = host
         self.log = tempfile.NamedTemporaryFile(prefix="peer-%s-" % name, suffix=".log", delete=False)
+        self.log.close()  # the supervisor appends to it by name
         self.proc = None
 
     def start(self):
-        self.proc = subprocess.Popen([os.path.join(PEERS, self.name, "run.sh")], env=self.env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, cwd=tempfile.gettempdir())
-        deadline = time.monotonic() + START_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("%s exited with %d at start:\n%s" % (self.name, self.proc.returncode, self.output()))
-            try:
-                if get(self.port, "/hello", host=self.host)[0] == 200:
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        self.kill()
-        raise AssertionError("%s did not answer /hello within %d s:\n%s" % (self.name, START_S, self.output()))
+        """Starts run.sh and waits until /hello answers 200; a peer that exits or does not answer in START_S s is
+        killed and fails the test with its output."""
+        self.proc = supervise.spawn([os.path.join(PEERS, self.name, "run.sh")], self.log.name, env=self.env,
+                                    cwd=tempfile.gettempdir())
+        hello = "http://%s:%d/hello" % (self.host, self.port)
+        try:
+            supervise.wait_ready(lambda: supervise.http_ok(hello, 10), START_S, self.name, self.proc, interval=0.05)
+        except supervise.NotReady as e:
+            self.kill()
+            raise AssertionError("%s:\n%s" % (e, self.output())) from None
+        return self
 
     def output(self):
         with open(self.log.name, errors="replace") as f:
             return f.read()
 
     def stop(self, timeout=20):
-        """SIGTERM; returns the exit status."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
+        """SIGTERM; returns the exit status. A peer still running `timeout` s later is killed and fails the test."""
+        supervise.send(self.proc, signal.SIGTERM)
+        rc = supervise.exited(self.proc, timeout)
+        if rc is None:
             self.kill()
             raise AssertionError("%s still running %d s after SIGTERM:\n%s" % (self.name, timeout, self.output()))
+        return rc
 
     def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            supervise.stop(self.proc, timeout=0, sig=signal.SIGKILL)
 
     def cleanup(self):
         self.kill()

@@ -92,15 +92,14 @@ class PublishedRenderTest(unittest.TestCase):
 
     def test_cap_flags(self):
         """A target's own cap= flags: NAME=value goes to its environment, flags into {cap} or after the command."""
-        base = Target("jvm", ["bash", "run.sh"], {"JAVA_OPTS": "-Xss1m"}, 1)
-        base.spec = {"cap": "JAVA_OPTS=-Xmx{mib}m"}
-        t, cg, how = published.capped(base, 32)
+        def base(spec):
+            return Target("jvm", ["bash", "run.sh"], {"JAVA_OPTS": "-Xss1m"}, 1, spec=spec)
+        t, cg, how = published.capped(base({"cap": "JAVA_OPTS=-Xmx{mib}m"}), 32)
         self.assertEqual((t.env["JAVA_OPTS"], t.argv, cg, how), ("-Xss1m -Xmx32m", ["bash", "run.sh"], None, "JAVA_OPTS=-Xmx32m"))
-        base.spec = {"cap": "-Xmx{mib}m", "start": "java {cap} -jar q.jar"}
-        t, _, _ = published.capped(base, 128)
+        t, _, _ = published.capped(base({"cap": "-Xmx{mib}m", "start": "java {cap} -jar q.jar"}), 128)
         self.assertEqual(t.argv, ["sh", "-c", "java -Xmx128m -jar q.jar"])
-        base.spec = {"cap": "-Xmx{mib}m", "start": "./q-runner"}
-        self.assertEqual(published.capped(base, 32)[0].argv, ["sh", "-c", "./q-runner -Xmx32m"])
+        self.assertEqual(published.capped(base({"cap": "-Xmx{mib}m", "start": "./q-runner"}), 32)[0].argv,
+                         ["sh", "-c", "./q-runner -Xmx32m"])
 
 
 class RecordTest(unittest.TestCase):

@@ -11,7 +11,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from measure import ramp_open  # noqa: E402
+from measure import ramp_open, record  # noqa: E402
 from measure.services import free_port, supervise  # noqa: E402 - scripts/fixtures/supervise.py
 from scenarios.open004 import render  # noqa: E402
 
@@ -95,15 +95,17 @@ class RenderTest(unittest.TestCase):
                    "p50_ms": 3.0, "p99_ms": 2000.0, "users_started": 500, "users_finished_journey": 450,
                    "skipped_steps": 4, "lag_p50_ms": 0.5, "lag_p99_ms": 20.0, "lag_max_ms": 90.0, "behind": [],
                    "ko_by": {"timeout": 100}}
-        results = {"targets": ["preon"], "params": dict(ramp_open_params()),
+        results = {"date": "2026-12-01", "cpus": 2, "quick": True, "targets": ["preon"], "params": dict(ramp_open_params()),
                    "ramp004": {"database": {"rows": 1709634, "table_bytes": 153608192, "total_bytes": 191881216},
                                "ceiling": {"rps": 2800.0, "users": 2600, "reached": True, "lag_p50_ms": 0.6,
                                            "lag_p99_run_ms": 40.0, "lag_max_ms": 120.0}},
                    "scenarios": {"ramp004": {"preon": {
+                       "driver_exit": 0, "argv": "-r0 5", "loadavg_before": [1.0, 1.0, 1.0],
+                       "loadavg_after": [2.0, 1.5, 1.0],
                        "summary": summary, "windows": [win(0), win(40, p95=1321, active=4065, rate=252.5), win(50, p95=1500)], "peak_rss_kb": 56000, "cpu_pct": 80.0,
                        "max_threads": 4, "pg_cpu_pct": 95.0, "failed_how": "timeouts 100; stayed up",
                        "saturation": {"t": 40, "users": 4065, "rate": 252.5, "reason": "p95 1321 ms > 1000 ms"}}}}}
-        text = "\n".join(render(results))
+        text = "\n".join(render(record.run_from(results)))
         self.assertIn("| preon | measured here | 4065 | 1000 | 900 | 10.00 | 100.0 | 1500.0 | 4065 @ 252/s | 54.7 | 80 | 4 | 95 |",
                       text)
         self.assertIn("| Quarkus Reactive + R2DBC, native executable | published (their hardware) | 10232 | 768017 |",
@@ -114,7 +116,10 @@ class RenderTest(unittest.TestCase):
         self.assertIn("#### preon, per 10-s window", text)
         self.assertIn("| 0 | 10.0 | 100 | 10.0 |", text)
         results["scenarios"]["ramp004"]["preon"]["summary"]["behind"] = ["window at 10 s: send lag p99 300 ms > 100 ms"]
-        self.assertIn("DRIVER FELL BEHIND (window at 10 s", "\n".join(render(results)))
+        self.assertIn("DRIVER FELL BEHIND (window at 10 s", "\n".join(render(record.run_from(results))))
+        del results["scenarios"]["ramp004"]["preon"]["summary"]["p99_ms"]
+        with self.assertRaisesRegex(record.RecordError, "scenarios.ramp004.preon.summary.p99_ms missing"):
+            render(record.run_from(results))
 
 
 def ramp_open_params():

@@ -52,7 +52,7 @@ def render(folder):
     if kind == "cost":
         return cost_report.render(cost_report.load(path))
     if kind == "builds":
-        return builds.render(record.load_json(path))
+        return builds.render(record.load_builds(path))
     return scaleup.render(record.load_json(path))
 
 
