@@ -99,6 +99,11 @@ class ReadPoolTest(unittest.TestCase):
                 self.assertEqual(value(m, "preon_db_rejected_total", pool="primary", reason="queue_wait"), 0)
                 self.assertEqual(value(m, "preon_db_connections", pool="primary", state="ready"), 1)
             finally:
+                # The lock goes with its backend, at once: killing psql alone would leave the backend in its
+                # pg_sleep(60) (PostgreSQL notices a client gone only when it next reads), and the held requests
+                # would race their own 60-s timeout.
+                psql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE relation = 'readside.fruits'::regclass "
+                     "AND granted AND mode = 'AccessExclusiveLock'")
                 end(holder)
             for t in waiting:
                 t.join(60 * SLOW)
