@@ -33,11 +33,12 @@ warm), 000 and 001 (medians of 3 rounds, the order rotated), 003 (start → firs
 is preon under another name with other settings (e.g. two preon targets side by side).
 ramp004 (only in --suite all; bench/scenarios/open004.py): post 004 with an open workload — users arrive at a ramping
 rate, run a 14-request read/write journey on a ~150 MB table and leave, until each target breaks; exits 3 when the
-driver fell behind.
+driver fell behind or had less than twice the busiest target's requests/s as its own ceiling.
 --partition puts the roles on CPUs of their own (bench/measure/cpus.py): the load generator (wrk, ab, the ramp004
 driver) in one set, each process target and PostgreSQL in others, the target optionally under a CPU quota; on by
-default (auto: the load on the first CPU, the rest to the target and PostgreSQL) when ramp004 runs, off otherwise
-(an image target's container is not placed: docker starts it).
+default when ramp004 runs (RAMP004_PARTITION: the load on the first CPU, the rest to the target and PostgreSQL, the
+target capped at 0.5 CPU so that every stack breaks within the post's schedule), off otherwise (an image target's
+container is not placed: docker starts it).
 The partition, and the CPU count nproc, a JVM and Go detect in the target's set, are in every report and results.json.
 Results: bench/results/<time>/ with results.json, report.md and PNG charts (gnuplot).
 """
@@ -244,6 +245,13 @@ def render(results):
     return "\n".join(out) + "\n"
 
 
+# ramp004's default partition: the driver on the first CPU, the target and PostgreSQL on the rest, the target
+# capped at half a CPU. Uncapped, on the rest of this 2-CPU machine, preon served 15,500 req/s at 1,160 users/s on
+# 2026-12-01 without breaking: past the post's 800 users/s. Capped, every stack breaks within the schedule, and the
+# driver's ceiling stays several times the busiest target's rate (issue 28).
+RAMP004_PARTITION = "quota=0.5"
+
+
 def partition_line(rec):
     """The report's sentence on the CPU partition, with what each runtime detected in the target's set."""
     return report_sentence(rec.partition)
@@ -290,8 +298,8 @@ def main():
                          "limit_s=10): " + ", ".join(sorted(FULL)))
     ap.add_argument("--partition", default=None,
                     help="CPU sets for the roles: off, auto (the load generator on the first CPU, the target and "
-                         "PostgreSQL on the rest) or load=LIST,target=LIST,postgres=LIST[,quota=CPUS]; default auto "
-                         "when ramp004 runs, off otherwise (bench/measure/cpus.py)")
+                         "PostgreSQL on the rest) or [load=LIST,target=LIST,postgres=LIST,][quota=CPUS] (unnamed sets as "
+                         "auto's); default %s when ramp004 runs, off otherwise (bench/measure/cpus.py)" % RAMP004_PARTITION)
     ap.add_argument("--out", default=None)
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
     args = ap.parse_args()
@@ -321,7 +329,7 @@ def main():
     if any("image" in t for t in specs) and docker_ready():
         ap.error(docker_ready())
     try:
-        partition = Partition.parse(args.partition or ("auto" if "ramp004" in names else "off"))
+        partition = Partition.parse(args.partition or (RAMP004_PARTITION if "ramp004" in names else "off"))
     except ValueError as e:
         ap.error(str(e))
     preon_bin = build_preon()
@@ -344,7 +352,7 @@ def main():
     save(results, report, out)
     failed = driver_failures(results)
     for name, why in failed:
-        log("RAMP004 RUN FAILED: the driver fell behind on %s: %s" % (name, why))
+        log("RAMP004 RUN DOES NOT COUNT: %s: %s" % (name, why))
     if failed:
         raise SystemExit(3)
 

@@ -142,6 +142,7 @@ class Partition:
                 self.dirs[role] = [d]
             else:
                 self.dirs[role] = []
+        self.uncapped = list(self.dirs["target"])  # the target's CPUs without its quota (wrap(capped=False))
         if self.quota is not None:
             if self.how == "cgroup v1 cpuset":
                 d = os.path.join(V1_CPU, "%s-target" % tag)
@@ -151,6 +152,10 @@ class Partition:
                 self.dirs["target"].append(d)
             else:
                 _write(os.path.join(self.dirs["target"][0], "cpu.max"), "%d 100000" % int(self.quota * 100000))
+                d = os.path.join(V2, "%s-target-uncapped" % tag)  # v2 keeps the quota in the set's own folder
+                os.makedirs(d, exist_ok=True)
+                _write(os.path.join(d, "cpuset.cpus"), cpus_text(self.target))
+                self.dirs["target-uncapped"] = self.uncapped = [d]
         self.join("load", os.getpid())
         log("CPU partition: %s" % self.describe())
         return self
@@ -189,14 +194,16 @@ class Partition:
             for tid in os.listdir("/proc/%d/task" % pid):
                 os.sched_setaffinity(int(tid), getattr(self, role))
 
-    def wrap(self, role, argv):
+    def wrap(self, role, argv, capped=True):
         """`argv` made to start inside `role`'s set: a shell that joins the cgroup(s) and execs argv (same PID, so
-        that the caller's process group and signals still reach it), or taskset -c."""
+        that the caller's process group and signals still reach it), or taskset -c. capped=False: the target's CPUs
+        without the target's quota (the driver's ceiling is measured against a responder that is not held back)."""
         if not self.enabled:
             return list(argv)
-        if not self.dirs.get(role):
+        dirs = self.uncapped if role == "target" and not capped else self.dirs.get(role)
+        if not dirs:
             return ["taskset", "-c", cpus_text(getattr(self, role))] + list(argv)
-        joins = " && ".join("echo $$ > %s/cgroup.procs" % d for d in self.dirs[role])
+        joins = " && ".join("echo $$ > %s/cgroup.procs" % d for d in dirs)
         return ["sh", "-c", joins + ' && exec "$@"', "sh"] + list(argv)
 
     def place_postgres(self, pgdir):

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The open-workload driver of bench/ramp004/driver (Go): building it, running it, reading its output, and the
-figures drawn from that output — the saturation point, how a target failed, and the driver's own ceiling.
+"""The open-workload drivers — bench/ramp004/cdriver (C, one epoll loop: the default) and bench/ramp004/driver (Go,
+net/http; the first one, kept to compare) take the same flags and write the same lines — building them, running
+them, reading their output, and the figures drawn from that output: the saturation point, how a target failed, and
+a driver's own ceiling and CPU cost per request.
 
 The saturation point, defined once here and used everywhere (run.py's ramp004 scenario, docs/benchmarks.md):
 the first window (10 s) of the arrival phase that starts two broken windows in a row — broken: at least
@@ -10,12 +12,15 @@ arrival rate (users/s). The driver stops arrivals -stop-after windows after it.
 """
 import json
 import os
+import resource
 import shutil
 import subprocess
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 REPO = os.path.dirname(HERE)
 DRIVER_SRC = os.path.join(HERE, "ramp004", "driver")
+CDRIVER_SRC = os.path.join(HERE, "ramp004", "cdriver")
+DRIVERS = {"c": "C on epoll, one thread (bench/ramp004/cdriver)", "go": "Go net/http (bench/ramp004/driver)"}
 SEED_SQL = os.path.join(HERE, "ramp004", "seed.sql")
 OUT_DIR = os.path.join(REPO, "build", "ramp004")  # build/ is ignored by git
 
@@ -38,8 +43,21 @@ def go_binary():
     raise RuntimeError("no Go toolchain: scripts/deps.sh bench installs golang-go")
 
 
-def build_driver():
-    """Builds the driver (standard library only, nothing downloaded) into build/ramp004/driver; returns its path."""
+def build_driver(kind="c"):
+    """Builds driver `kind` ("c" or "go", DRIVERS) into build/ramp004/; returns its path."""
+    if kind == "go":
+        return build_go_driver()
+    if kind != "c":
+        raise ValueError("unknown ramp004 driver %r (expected one of %s)" % (kind, ", ".join(DRIVERS)))
+    os.makedirs(OUT_DIR, exist_ok=True)
+    out = os.path.join(OUT_DIR, "cdriver")
+    srcs = sorted(os.path.join(CDRIVER_SRC, f) for f in os.listdir(CDRIVER_SRC) if f.endswith(".c"))
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", out] + srcs + ["-lm"], check=True)
+    return out
+
+
+def build_go_driver():
+    """Builds the Go driver (standard library only, nothing downloaded) into build/ramp004/driver; returns its path."""
     os.makedirs(OUT_DIR, exist_ok=True)
     out = os.path.join(OUT_DIR, "driver")
     env = dict(os.environ, GOPROXY="off", GOFLAGS="-mod=mod", GOCACHE=os.path.join(OUT_DIR, "gocache"), CGO_ENABLED="0")
@@ -145,8 +163,18 @@ def prioritized(argv):
 
 def run(argv, timeout_s, log_path=None):
     """Runs the driver (prioritized); returns (exit status, parsed output). Its per-window lines on stderr go to
-    `log_path`."""
+    `log_path`. The output has "cpu_s" too: the CPU time (user + system) the driver used, from its rusage."""
     argv = prioritized(argv)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log_path or os.devnull, "w") as err:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout_s)
-    return p.returncode, parse_output(p.stdout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = parse_output(p.stdout)
+    out["cpu_s"] = round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 3)
+    return p.returncode, out
+
+
+def cpu_us_per_request(out):
+    """The driver's CPU time per request it sent, in µs, from run()'s output; None without a summary."""
+    n = (out.get("summary") or {}).get("requests")
+    return round(out["cpu_s"] / n * 1e6, 1) if n and out.get("cpu_s") is not None else None

@@ -18,9 +18,16 @@ from .published import Sampler, postmaster_pid, published_004_rows
 # The full schedule spans the post's ~1,100 s and ends at 800 users/s (about 10,000 users at once with 14-s
 # journeys, the post's active users); arrivals stop r4_stop_after windows past the first broken one (0: never).
 FULL = {"r4_r0": 1.0, "r4_r1": 800.0, "r4_s": 1100, "r4_think_s": 1.0, "r4_timeout_s": 60, "r4_seed_mb": 150,
-        "r4_stop_after": 6, "r4_drain_s": 15, "r4_max_conns": 4096, "r4_ceiling_s": 60, "r4_ceiling_r1": 2000.0}
+        "r4_stop_after": 6, "r4_drain_s": 15, "r4_max_conns": 4096, "r4_ceiling_s": 60, "r4_ceiling_r1": 3000.0,
+        "r4_driver": "c", "r4_compare_driver": "go"}
 QUICK = {"r4_r0": 5.0, "r4_r1": 500.0, "r4_s": 90, "r4_think_s": 1.0, "r4_timeout_s": 10, "r4_seed_mb": 150,
-         "r4_stop_after": 3, "r4_drain_s": 10, "r4_max_conns": 4096, "r4_ceiling_s": 30, "r4_ceiling_r1": 1500.0}
+         "r4_stop_after": 3, "r4_drain_s": 10, "r4_max_conns": 4096, "r4_ceiling_s": 30, "r4_ceiling_r1": 1500.0,
+         "r4_driver": "c", "r4_compare_driver": ""}
+# r4_driver: the driver that loads the targets (ramp_open.DRIVERS); r4_compare_driver: another whose ceiling and CPU
+# cost are measured beside it, in the same partition ("": none). The driver must reach HEADROOM times the busiest
+# target window's requests/s against the bare responder, or the run does not count.
+HEADROOM = 2.0
+DRIVER_DIRS = {"c": "bench/ramp004/cdriver", "go": "bench/ramp004/driver"}
 params(FULL, QUICK)
 
 
@@ -64,14 +71,16 @@ def restore(pgdir):
         psql(pgdir, stdin=f.read())
 
 
-def measure_ceiling(runner, driver, p):
-    """The driver against the bare epoll responder (bench/limit/epoll_hello.c, 2 threads; in the partition's target
-    set, the driver in the load set), journeys of the same shape and think time, ramping steeply: the busiest window
-    before its send lag exceeded the bound."""
+def measure_ceiling(runner, driver, p, kind=None):
+    """The driver against the bare epoll responder (bench/limit/epoll_hello.c, 2 threads; on the partition's target
+    CPUs without the target's quota, the driver in the load set), journeys of the same shape and think time, ramping
+    steeply: the busiest window before its send lag exceeded the bound, and the driver's CPU time per request.
+    kind: the driver's name in ramp_open.DRIVERS (None: a record without it, as before 2026-12-02)."""
     port = free_port()
     argv = [ramp_open.build_epoll_hello(), str(port), "2"]
     part = runner.partition
-    srv = supervise.spawn(part.wrap("target", argv) if part else argv, os.devnull, cwd=None, session=True)
+    srv = supervise.spawn(part.wrap("target", argv, capped=False) if part else argv, os.devnull, cwd=None,
+                          session=True)
     try:
         try:
             supervise.wait_ready(lambda: supervise.http_ok("http://127.0.0.1:%d/hello" % port, 0.5), 5, "epoll_hello",
@@ -82,16 +91,43 @@ def measure_ceiling(runner, driver, p):
                                      p["r4_think_s"], p["r4_timeout_s"], 1, drain=5, max_conns=p["r4_max_conns"],
                                      hello="/hello", window=5)
         rc, out = ramp_open.run(argv, p["r4_ceiling_s"] + p["r4_timeout_s"] + 60,
-                                os.path.join(ramp_open.OUT_DIR, "ceiling.log"))
+                                os.path.join(ramp_open.OUT_DIR, "ceiling-%s.log" % (kind or "driver")))
     finally:
         supervise.stop(srv, timeout=15, group=True)
     c = ramp_open.ceiling(out["windows"])
     s = out["summary"] or {}
     c.update(exit=rc, argv=" ".join(argv[1:]), lag_p50_ms=s.get("lag_p50_ms"), lag_p99_run_ms=s.get("lag_p99_ms"),
              lag_max_ms=s.get("lag_max_ms"), windows=out["windows"])
-    log("ramp004: the driver's ceiling against epoll_hello: %.0f req/s at %s users (%s)" % (
-        c["rps"], c["users"], "it fell behind beyond" if c["reached"] else "never fell behind: the ceiling is higher"))
+    if kind is not None:
+        c.update(driver=kind, cpu_s=out["cpu_s"], cpu_us_per_request=ramp_open.cpu_us_per_request(out),
+                 requests=s.get("requests"), responder="the target's CPUs without its quota" if part and part.enabled
+                 and part.quota is not None else "the target's CPUs")
+    log("ramp004: the %s driver's ceiling against epoll_hello: %.0f req/s at %s users (%s); %s µs CPU per request" % (
+        kind or "", c["rps"], c["users"], "it fell behind beyond" if c["reached"] else
+        "never fell behind: the ceiling is higher", c.get("cpu_us_per_request")))
     return c
+
+
+def busiest(rec, s="ramp004"):
+    """The busiest 10-s window of any target: (requests/s, target), or (0, None)."""
+    best = (0, None)
+    for n in rec.targets:
+        for w in (rec.cell(s, n, "windows") if rec.result(s, n) is not None else None) or []:
+            if (w.get("rps") or 0) > best[0]:
+                best = (w["rps"], n)
+    return best
+
+
+def headroom(rec, s="ramp004"):
+    """The driver's ceiling over the busiest target window: {"ceiling", "busiest", "target", "ratio", "ok"}, or None
+    for a record whose ceiling does not name its driver (before 2026-12-02: no rule then)."""
+    c = (rec.ramp004 or {}).get("ceiling") or {}
+    if "driver" not in c:
+        return None
+    rps, n = busiest(rec, s)
+    ratio = c["rps"] / rps if rps else None
+    return {"ceiling": c["rps"], "busiest": rps, "target": n, "ratio": ratio,
+            "ok": ratio is None or ratio >= HEADROOM}
 
 
 def target_saturation(windows):
@@ -110,6 +146,49 @@ def driver_failures(results):
         code, summary = rec.cell("ramp004", n, "driver_exit"), rec.cell("ramp004", n, "summary")
         if code not in (None, 0):
             out.append((n, "; ".join((summary or {}).get("behind") or []) or "driver exit %s" % code))
+    h = headroom(rec)
+    if h is not None and not h["ok"]:
+        out.append(("the driver's ceiling", "%.0f req/s, %.1f× the busiest window (%s, %.0f req/s): under %g×" % (
+            h["ceiling"], h["ratio"], h["target"], h["busiest"], HEADROOM)))
+    return out
+
+
+def old_ceiling_line(top):
+    """The ceiling's sentence of a record made before the driver was named (2026-12-02), as it was rendered."""
+    return ("- the driver's own ceiling (the same journeys' shape, every request GET /hello, against the bare "
+            "epoll responder of bench/limit/, on this machine at the same time): %s req/s at %s active users "
+            "(%s); send lag over that run p50 %s ms, p99 %s ms, max %s ms." % (
+                fmt(top("ceiling", "rps")), fmt(top("ceiling", "users"), "%d"),
+                "beyond it the driver fell behind" if top("ceiling", "reached") else "it never fell behind: the "
+                "ceiling is higher", fmt(top("ceiling", "lag_p50_ms"), "%.2f"),
+                fmt(top("ceiling", "lag_p99_run_ms"), "%.1f"), fmt(top("ceiling", "lag_max_ms"), "%.1f")))
+
+
+def ceiling_text(c):
+    return "%s req/s at %s active users (%s); send lag p50 %s ms, p99 %s ms, max %s ms; CPU %s µs per request" % (
+        fmt(c["rps"]), fmt(c["users"], "%d"), "beyond it the driver fell behind" if c["reached"] else
+        "it never fell behind: the ceiling is higher", fmt(c["lag_p50_ms"], "%.2f"), fmt(c["lag_p99_run_ms"], "%.1f"),
+        fmt(c["lag_max_ms"], "%.1f"), fmt(c.get("cpu_us_per_request"), "%.1f"))
+
+
+def driver_lines(rec, s):
+    """The driver, its ceiling and CPU cost per request, the headroom over the busiest target, and the driver
+    compared with it."""
+    c = rec.need("ramp004", "ceiling")
+    h = headroom(rec, s)
+    out = ["- the driver: %s, in the load set. Its own ceiling (the same journeys' shape, every request GET /hello, "
+           "against the bare epoll responder of bench/limit/ on %s, in this run): %s." % (
+               ramp_open.DRIVERS[c["driver"]], c["responder"], ceiling_text(c))]
+    if h["busiest"]:
+        out.append("- headroom: the driver's ceiling is %s× the busiest 10-s window of any target (%s, %s req/s)%s; "
+                   "the rule is ≥ %g×: %s." % (
+                       fmt(h["ratio"], "%.1f"), h["target"], fmt(h["busiest"]),
+                       "" if c["reached"] else " or more (the ceiling was not reached)", HEADROOM,
+                       "it holds" if h["ok"] else "**IT DOES NOT HOLD: this run does not count**"))
+    other = (rec.ramp004 or {}).get("ceiling_compared")
+    if other:
+        out.append("- compared in the same partition, %s: %s." % (ramp_open.DRIVERS[other["driver"]],
+                                                                 ceiling_text(other)))
     return out
 
 
@@ -157,7 +236,7 @@ def render(rec, s="ramp004", refs=None):
            "Users arrive at a rate ramping from %g to %g users/s over %d s (stopping %s), whether or not earlier users "
            "got their answers; each runs a 14-request journey (5 writes) with think times %.1f s (uniform 0.5–1.5×) and "
            "leaves (docs/benchmarks.md). Table fruits: %s rows, %s MB (%s MB with its index). Per-request timeout %d s; "
-           "all users share one connection pool of at most %d connections (bench/ramp004/driver). Saturation point: "
+           "all users share one connection pool of at most %d connections (%s). Saturation point: "
            "the first of two 10-s windows in a row with p95 > %.0f ms or KO > %.0f %% (at least %d answers), as its "
            "peak of active users and its planned arrival rate. RAM: the service's peak RSS; CPU %%: 100 = one core; PostgreSQL's: "
            "its postmaster and backends." % (
@@ -165,6 +244,8 @@ def render(rec, s="ramp004", refs=None):
                "%d windows after the saturation window" % p("r4_stop_after") if p("r4_stop_after") else "at the end",
                p("r4_think_s"), fmt(top("database", "rows"), "%d"), fmt(top("database", "table_bytes") / 1e6 or None),
                fmt(top("database", "total_bytes") / 1e6 or None), p("r4_timeout_s"), p("r4_max_conns"),
+               # the driver is named since 2026-12-02; before, the Go one was the only one
+               DRIVER_DIRS[top("ceiling").get("driver", "go")],
                ramp_open.BREAK_P95_MS, ramp_open.BREAK_KO_PCT, ramp_open.MIN_ANSWERS), ""]
     rows = []
     for n in names:
@@ -180,13 +261,7 @@ def render(rec, s="ramp004", refs=None):
     rows += published_004_rows(refs, PUB_METRICS)
     out.append(md_table(COLS, rows).rstrip("\n"))
     out.append("")
-    out.append("- the driver's own ceiling (the same journeys' shape, every request GET /hello, against the bare "
-               "epoll responder of bench/limit/, on this machine at the same time): %s req/s at %s active users "
-               "(%s); send lag over that run p50 %s ms, p99 %s ms, max %s ms." % (
-                   fmt(top("ceiling", "rps")), fmt(top("ceiling", "users"), "%d"),
-                   "beyond it the driver fell behind" if top("ceiling", "reached") else "it never fell behind: the "
-                   "ceiling is higher", fmt(top("ceiling", "lag_p50_ms"), "%.2f"),
-                   fmt(top("ceiling", "lag_p99_run_ms"), "%.1f"), fmt(top("ceiling", "lag_max_ms"), "%.1f")))
+    out.extend(driver_lines(rec, s) if "driver" in top("ceiling") else [old_ceiling_line(top)])
     for n in names:
         v = rec.runs(s).get(n)
         if isinstance(v, dict) and "error" in v:
@@ -196,13 +271,14 @@ def render(rec, s="ramp004", refs=None):
             continue
         sm, sat = summary(n), saturation(rec, s, n)
         out.append("- %s: how it failed: %s. Saturation: %s. p50 %s ms, p99 %s ms; %s users arrived, %s journeys "
-                   "finished, %s steps skipped (their POST was KO). Driver: send lag p50 %s ms, p99 %s ms, max %s ms%s; "
+                   "finished, %s steps skipped (their POST was KO). Driver: send lag p50 %s ms, p99 %s ms, max %s ms%s%s; "
                    "load average %s before, %s after." % (
                        n, rec.cell(s, n, "failed_how"),
                        "%s (%s, window at %s s)" % (sat_text(sat), sat["reason"], fmt(sat["t"])) if sat else "not reached",
                        fmt(sm("p50_ms"), "%.1f"), fmt(sm("p99_ms"), "%.1f"), fmt(sm("users_started"), "%d"),
                        fmt(sm("users_finished_journey"), "%d"), fmt(sm("skipped_steps"), "%d"),
                        fmt(sm("lag_p50_ms"), "%.2f"), fmt(sm("lag_p99_ms"), "%.1f"), fmt(sm("lag_max_ms"), "%.1f"),
+                       cpu_note(rec.opt(s, n, "driver_cpu_us_per_request")),
                        " — **DRIVER FELL BEHIND (%s): these figures understate the load offered**" % "; ".join(sm("behind"))
                        if sm("behind") else "", "/".join("%.1f" % x for x in rec.cell(s, n, "loadavg_before")),
                        "/".join("%.1f" % x for x in rec.cell(s, n, "loadavg_after"))))
@@ -210,6 +286,11 @@ def render(rec, s="ramp004", refs=None):
         if rec.result(s, n) is not None and rec.cell(s, n, "windows"):
             out.extend(["", "#### %s, per 10-s window" % n, "", windows_table(rec.cell(s, n, "windows")).rstrip("\n")])
     return out
+
+
+def cpu_note(us):
+    """The driver's CPU per request in a target's sentence; nothing for a record without it (before 2026-12-02)."""
+    return ", CPU %.1f µs per request" % us if us is not None else ""
 
 
 def windows_table(windows):
@@ -252,8 +333,11 @@ def charts(results, plot):
 @scenario("ramp004", render)
 def s_ramp004(runner, i):
     p, pgdir = runner.p, runner.pgdir
-    driver = ramp_open.build_driver()
-    runner.results.setdefault("ramp004", {})["ceiling"] = measure_ceiling(runner, driver, p)
+    driver = ramp_open.build_driver(p["r4_driver"])
+    runner.results.setdefault("ramp004", {})["ceiling"] = measure_ceiling(runner, driver, p, p["r4_driver"])
+    if p["r4_compare_driver"]:
+        runner.results["ramp004"]["ceiling_compared"] = measure_ceiling(
+            runner, ramp_open.build_driver(p["r4_compare_driver"]), p, p["r4_compare_driver"])
     db = seed(pgdir, p["r4_seed_mb"])
     runner.results["ramp004"]["database"] = db
     log("ramp004: fruits seeded: %d rows, %.0f MB table, %.0f MB with its index, in %.0f s" % (
@@ -281,7 +365,8 @@ def s_ramp004(runner, i):
                                     os.path.join(ramp_open.OUT_DIR, "%s.log" % t.name))
         finally:
             res = sampler.stop()
-        r = {"driver_exit": rc, "argv": " ".join(argv[1:]), "loadavg_before": list(load0),
+        r = {"driver_exit": rc, "argv": " ".join(argv[1:]), "driver": p["r4_driver"], "driver_cpu_s": out["cpu_s"],
+             "driver_cpu_us_per_request": ramp_open.cpu_us_per_request(out), "loadavg_before": list(load0),
              "loadavg_after": list(os.getloadavg()), "windows": out["windows"], "summary": out["summary"]}
         r.update(res)
         exit_note = None

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """bench/measure/ramp_open.py and the ramp004 driver: the driver's output parsed, the saturation point and the driver's
-ceiling on synthetic series, how a failure is told; then the driver itself (its Go unit tests, a short run against
-a server of known behaviour on 127.0.0.1, and a run that must fail loudly). No speed is asserted: the run that
+ceiling on synthetic series, how a failure is told; then both drivers (C and Go; the Go one's unit tests): short runs
+against servers of known behaviour on 127.0.0.1, and runs that must fail loudly. No speed is asserted: the run that
 must succeed takes a lag bound no machine reaches."""
 import json
 import os
@@ -128,31 +128,32 @@ def ramp_open_params():
 
 
 class DriverTest(unittest.TestCase):
-    """The Go driver built from bench/ramp004/driver and run briefly on 127.0.0.1."""
+    """The C driver built from bench/ramp004/cdriver and run briefly on 127.0.0.1, against servers of known
+    behaviour (tests/bench/ramp_server.py): one with Content-Length bodies, one with chunked bodies, one that sheds
+    every request with 503 + Retry-After."""
+    kind = "c"
 
     @classmethod
     def setUpClass(cls):
-        cls.driver = ramp_open.build_driver()
-        cls.port = free_port()
-        cls.server = supervise.spawn([sys.executable, os.path.join(HERE, "ramp_server.py"), "--port", str(cls.port)],
-                                     os.devnull, cwd=None)
-        supervise.wait_ready(lambda: supervise.tcp_open(cls.port), 10, "ramp_server.py", cls.server, interval=0.05)
+        cls.driver = ramp_open.build_driver(cls.kind)
+        cls.servers, cls.ports = [], {}
+        for name, extra in (("plain", []), ("chunked", ["--chunked"]), ("shed", ["--max-users", "0"])):
+            port = free_port()
+            cls.servers.append(supervise.spawn([sys.executable, os.path.join(HERE, "ramp_server.py"), "--port",
+                                                str(port)] + extra, os.devnull, cwd=None))
+            supervise.wait_ready(lambda: supervise.tcp_open(port), 10, "ramp_server.py", cls.servers[-1], interval=0.05)
+            cls.ports[name] = port
 
     @classmethod
     def tearDownClass(cls):
-        supervise.stop(cls.server, 10)
+        for s in cls.servers:
+            supervise.stop(s, 10)
 
-    def drive(self, *extra):
-        argv = ramp_open.driver_argv(self.driver, "http://127.0.0.1:%d" % self.port, 20, 20, 1, 0.01, 5, 1, drain=30,
-                                     hello="/hello") + list(extra)
+    def drive(self, *extra, server="plain", hello="/hello"):
+        argv = ramp_open.driver_argv(self.driver, "http://127.0.0.1:%d" % self.ports[server], 20, 20, 1, 0.01, 5, 1,
+                                     drain=30, hello=hello) + list(extra)
         p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         return p.returncode, ramp_open.parse_output(p.stdout), p.stderr
-
-    def test_go_unit_tests(self):
-        env = dict(os.environ, GOPROXY="off", GOFLAGS="-mod=mod", GOCACHE=os.path.join(ramp_open.OUT_DIR, "gocache"))
-        p = subprocess.run([ramp_open.go_binary(), "test", "."], cwd=ramp_open.DRIVER_SRC, env=env, capture_output=True,
-                           text=True, timeout=300)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_a_run_reports_every_request(self):
         rc, out, err = self.drive("-lag-bound", "1e9")
@@ -169,6 +170,29 @@ class DriverTest(unittest.TestCase):
         self.assertGreaterEqual(s["lag_p99_ms"], s["lag_p50_ms"])
         self.assertNotIn("DRIVER FELL BEHIND", err)
 
+    def test_the_journey_with_its_writes_and_pages(self):
+        for server in ("plain", "chunked"):
+            with self.subTest(server=server):
+                rc, out, err = self.drive("-lag-bound", "1e9", server=server, hello=None)
+                self.assertEqual(rc, 0, err)
+                s = out["summary"]
+                # every POST's id was read back (else bad_body, and the steps on its row skipped), 204s included
+                self.assertEqual((s["requests"], s["ok"], s["skipped_steps"], s["ko_by"]), (280, 280, 0, {}), err)
+
+    def test_a_shed_request_is_a_503_with_retry_after(self):
+        rc, out, err = self.drive("-lag-bound", "1e9", server="shed")
+        s = out["summary"]
+        self.assertEqual((s["requests"], s["ok"], s["ko_by"].get("http_503")), (280, 0, 280), err)
+        self.assertEqual(s["retry_after_503"], 280)
+
+    def test_a_refused_connection_is_told(self):
+        port = free_port()  # nothing listens there
+        argv = ramp_open.driver_argv(self.driver, "http://127.0.0.1:%d" % port, 5, 5, 1, 0.01, 5, 1, drain=30,
+                                     hello="/hello") + ["-lag-bound", "1e9"]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        s = ramp_open.parse_output(p.stdout)["summary"]
+        self.assertEqual((s["requests"], s["ko_by"].get("refused")), (5 * 14, 5 * 14), p.stderr)
+
     def test_users_it_could_not_start_fail_the_run(self):
         rc, out, err = self.drive("-max-active", "1", "-think", "0.5")
         self.assertEqual(rc, 3)
@@ -180,6 +204,25 @@ class DriverTest(unittest.TestCase):
         rc, out, err = self.drive("-lag-bound", "-1")
         self.assertEqual(rc, 3)
         self.assertIn("send lag p99", err)
+
+    def test_its_cpu_time_is_measured(self):
+        rc, out = ramp_open.run(ramp_open.driver_argv(self.driver, "http://127.0.0.1:%d" % self.ports["plain"], 20, 20,
+                                                      1, 0.01, 5, 1, drain=30, hello="/hello") + ["-lag-bound", "1e9"],
+                                60)
+        self.assertEqual(rc, 0)
+        self.assertGreater(out["cpu_s"], 0)
+        self.assertGreater(ramp_open.cpu_us_per_request(out), 0)
+
+
+class GoDriverTest(DriverTest):
+    """The same, with the Go driver (bench/ramp004/driver), and its unit tests."""
+    kind = "go"
+
+    def test_go_unit_tests(self):
+        env = dict(os.environ, GOPROXY="off", GOFLAGS="-mod=mod", GOCACHE=os.path.join(ramp_open.OUT_DIR, "gocache"))
+        p = subprocess.run([ramp_open.go_binary(), "test", "."], cwd=ramp_open.DRIVER_SRC, env=env, capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
 
 if __name__ == "__main__":
