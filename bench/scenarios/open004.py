@@ -185,6 +185,13 @@ def driver_lines(rec, s):
                        fmt(h["ratio"], "%.1f"), h["target"], fmt(h["busiest"]),
                        "" if c["reached"] else " or more (the ceiling was not reached)", HEADROOM,
                        "it holds" if h["ok"] else "**IT DOES NOT HOLD: this run does not count**"))
+    at_sat = []
+    for n in rec.targets:
+        sat = saturation(rec, s, n) if rec.result(s, n) is not None else None
+        w = [x for x in rec.cell(s, n, "windows") or [] if sat and x["t"] == sat["t"]] if sat else []
+        at_sat.append("%s %s" % (n, fmt(w[0].get("rps")) if w else "not reached"))
+    out.append("- requests/s in each target's saturation window, beside the driver's ceiling of %s: %s." % (
+        fmt(c["rps"]), "; ".join(at_sat)))
     other = (rec.ramp004 or {}).get("ceiling_compared")
     if other:
         out.append("- compared in the same partition, %s: %s." % (ramp_open.DRIVERS[other["driver"]],
@@ -374,8 +381,10 @@ def s_ramp004(runner, i):
             code = t.proc.returncode if t.proc else None
             exit_note = "OOM-killed or SIGKILLed (exit -9)" if code == -9 else "exited with %s during the run" % code
         else:
-            after = [supervise.http_status(t.url + "/hello", 5), supervise.http_status(t.url + "/fruits/1", 5)]
-            exit_note = "stayed up (after the run: /hello %s, /fruits/1 %s)" % tuple(after)
+            # preon's readiness (its pool reconnected, its queue drained) and a read; a peer has no readiness path
+            first = "/health/ready" if t.spec.get("preon") else "/hello"
+            after = [supervise.http_status(t.url + first, 5), supervise.http_status(t.url + "/fruits/1", 5)]
+            exit_note = "stayed up (after the run: %s %s, /fruits/1 %s)" % (first, after[0], after[1])
         r["failed_how"] = ramp_open.failure_modes(out["summary"], exit_note)
         r["saturation"] = target_saturation(out["windows"])
         if rc == 3:
