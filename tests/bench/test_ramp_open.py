@@ -122,6 +122,48 @@ class RenderTest(unittest.TestCase):
             render(record.run_from(results))
 
 
+class HeadroomTest(unittest.TestCase):
+    """A record whose ceiling names its driver (since 2026-12-02): the report gives the driver's CPU per request and
+    the headroom over the busiest target window, and a ceiling under 2× that window makes the run not count."""
+
+    def results(self, ceiling_rps, busiest_rps):
+        summary = {"max_active": 100, "requests": 1000, "ok": 1000, "ko_pct": 0.0, "rps": 100.0, "p95_ms": 5.0,
+                   "p50_ms": 1.0, "p99_ms": 9.0, "users_started": 50, "users_finished_journey": 50, "skipped_steps": 0,
+                   "lag_p50_ms": 0.1, "lag_p99_ms": 2.0, "lag_max_ms": 9.0, "behind": [], "ko_by": {}}
+        ceiling = {"rps": ceiling_rps, "users": 900, "reached": False, "lag_p50_ms": 0.1, "lag_p99_run_ms": 3.0,
+                   "lag_max_ms": 9.0, "driver": "c", "cpu_s": 10.0, "cpu_us_per_request": 25.0, "requests": 400000,
+                   "responder": "the target's CPUs without its quota"}
+        return {"date": "2026-12-02", "cpus": 2, "quick": True, "targets": ["preon"], "params": dict(ramp_open_params()),
+                "ramp004": {"database": {"rows": 10, "table_bytes": 1e6, "total_bytes": 2e6}, "ceiling": ceiling,
+                            "ceiling_compared": dict(ceiling, driver="go", cpu_us_per_request=128.0, reached=True)},
+                "scenarios": {"ramp004": {"preon": {
+                    "driver_exit": 0, "argv": "-r0 5", "loadavg_before": [1.0] * 3, "loadavg_after": [1.0] * 3,
+                    "driver": "c", "driver_cpu_s": 5.0, "driver_cpu_us_per_request": 31.5, "summary": summary,
+                    "windows": [win(0, rps=busiest_rps / 2), win(10, rps=busiest_rps, p95=1500), win(20, p95=1500)],
+                    "peak_rss_kb": 9000, "cpu_pct": 50.0, "max_threads": 3, "pg_cpu_pct": 40.0,
+                    "failed_how": "no KO; stayed up"}}}}
+
+    def test_enough_headroom(self):
+        from scenarios.open004 import driver_failures
+        results = self.results(20000.0, 5000.0)
+        text = "\n".join(render(record.run_from(results)))
+        self.assertIn("C on epoll, one thread (bench/ramp004/cdriver)", text)
+        self.assertIn("CPU 25.0 µs per request", text)
+        self.assertIn("4.0× the busiest 10-s window of any target (preon, 5000 req/s) or more", text)
+        self.assertIn("the rule is ≥ 2×: it holds", text)
+        self.assertIn("in each target's saturation window, beside the driver's ceiling of 20000: preon 5000", text)
+        self.assertIn("compared in the same partition, Go net/http (bench/ramp004/driver)", text)
+        self.assertIn("CPU 128.0 µs per request", text)
+        self.assertIn("max 9.0 ms, CPU 31.5 µs per request", text)
+        self.assertEqual(driver_failures(results), [])
+
+    def test_too_little_headroom_does_not_count(self):
+        from scenarios.open004 import driver_failures
+        results = self.results(6000.0, 5000.0)
+        self.assertIn("IT DOES NOT HOLD", "\n".join(render(record.run_from(results))))
+        self.assertEqual([n for n, _ in driver_failures(results)], ["the driver's ceiling"])
+
+
 def ramp_open_params():
     from scenarios import open004
     return open004.QUICK
