@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """bench/run.py's `ramp004` scenario: post 004 with an open workload. Users arrive at a rate ramping from r0 to r1
-users/s (bench/ramp004/driver), each runs a 14-request journey with think times (reads by id, paged lists, POST,
-PUT, DELETE of its own rows; docs/benchmarks.md) against a fruits table seeded to ~150 MB, and leaves. Every
+users/s (bench/ramp004/cdriver, or the Go driver), each runs a 14-request journey with think times (reads by id,
+paged lists, POST, PUT, DELETE of its own rows; docs/benchmarks.md) against a fruits table seeded to ~150 MB, and
+leaves. Every
 target is driven past its saturation point (bench/measure/ramp_open.py defines it) or to the cap r1; the report has the
 post's columns, the post's figures in rows of their own, charts of p95, KO % and RPS against active users, how
 each target failed, and the driver's own ceiling and send lag."""
