@@ -355,7 +355,7 @@ def s_ramp004(runner, i):
         t.stop()  # a fresh start on the seeded table
         # ready = /hello answers, then a read by id answers anything but a 5xx (a service without paging would
         # send the whole table to GET /fruits; the peers of 2026-12-01 have no GET /fruits/{id} at all: 404)
-        db_path, t.db_path = t.db_path, t.hello_path
+        db_path, t.db_path = t.db_path, getattr(t, "hello_path", "/hello")  # an ImageTarget has no hello_path
         try:
             t.start()
         finally:
