@@ -61,9 +61,21 @@ def _artifact(rec, n):
     return ("%.2f" if a < 1e6 else "%.1f") % (a / 1e6) + NOTES.get(n, "")
 
 
-def _ramp004_row(runs, names, refs, nat):
+def _ramp004_partition(folders):
+    """The CPU partition of the ramp004 runs among `folders` (their reports' sentence), when they all had the same
+    one; None when unpartitioned, mixed or before partitions were recorded."""
+    seen = set()
+    for folder in (folders or "").split():
+        rec = record.load(os.path.join(REPO, folder, "results.json"))
+        if "ramp004" in rec.scenarios:
+            p = rec.partition or {}
+            seen.add(p.get("sentence") if p.get("enabled") else None)
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _ramp004_row(runs, names, refs, nat, partition=None):
     """Post 004's row from ramp004 runs (bench/run.py --scenario ramp004, target → run): open arrivals to each
-    target's break."""
+    target's break; `partition`: the runs' CPU partition, in words, for the row's label."""
 
     def cell(n):
         r = runs.get(n)
@@ -73,8 +85,9 @@ def _ramp004_row(runs, names, refs, nat):
         point = "%s @ %.0f/s" % ("{:,}".format(sat["users"]), sat["rate"]) if sat else "not reached"
         return "%s / %.1f / %s / %s%s" % (point, s["ko_pct"], "{:,.0f}".format(s["p95_ms"]), _mb(r["peak_rss_kb"]),
                                           " (driver fell behind)" if r.get("driver_exit") == 3 else "")
-    return (["004: open arrivals, 14-request journey (5 writes) on a 154 MB table: saturation point (users @ "
-             "arrivals/s) / KO % / p95 ms / RAM MB"] + [cell(n) for n in names]
+    return (["004: open arrivals, 14-request journey (5 writes) on a 154 MB table%s: saturation point (users @ "
+             "arrivals/s) / KO %% / p95 ms / RAM MB" % (" (%s)" % partition if partition else "")]
+            + [cell(n) for n in names]
             + ["Quarkus reactive native %s @ – / %s %% / %s / %s" % (
                 _pub(refs, "004", "saturation_point", nat, table="chapter 6"),
                 _pub(refs, "004", "ko", nat, table="chapter 6", f="{:g}"),
@@ -206,7 +219,7 @@ def render_published(path, refs, more=None):
             "Quarkus reactive native %s / %s / %s" % (
                 _pub(refs, "001", "memory", q + " native", f="{:g}"), _pub(refs, "001", "startup_time", q + " native", f="{:g}"),
                 _pub(refs, "001", "artifact_size", q + " native", f="{:g}"))],
-        _ramp004_row(ramp004, names, refs, nat) if ramp004 else
+        _ramp004_row(ramp004, names, refs, nat, _ramp004_partition(more)) if ramp004 else
         ["004: ramp to %s users on the DB path: KO %% / p95 ms / RAM MB" % "{:,}".format(rec.need("params", "ramp_users"))]
         + each(lambda n: "%g / %.1f / %s" % (_fig(rec, "004", n, "ko_pct"), _fig(rec, "004", n, "p95_ms"),
                                              _mb(_fig(rec, "004", n, "peak_rss_kb"))))
