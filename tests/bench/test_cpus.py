@@ -56,6 +56,20 @@ class Sets(unittest.TestCase):
             out = subprocess.run(p.wrap("target", ["nproc"]), capture_output=True, text=True).stdout.strip()
             self.assertEqual(out, "1", "a wrapped command sees the target's single CPU")
             self.assertEqual(p.detect(("nproc",))["nproc"], 1)
+            # the driver's ceiling is measured against a responder on the target's CPUs without the target's quota
+            free = p.wrap("target", ["sh", "-c", "nproc; cat /proc/self/cgroup"], capped=False)
+            capped = p.wrap("target", ["cat", "/proc/self/cgroup"])
+            lines = subprocess.run(free, capture_output=True, text=True).stdout.split("\n")
+            self.assertEqual(lines[0], "1", "uncapped, still on the target's CPU")
+            self.assertNotEqual(lines[1:], subprocess.run(capped, capture_output=True, text=True).stdout.split("\n"))
+            quota = "cpu.max" if p.how.startswith("cgroup v2") else "cpu.cfs_quota_us"
+            for line in lines[1:]:
+                parts = line.split(":", 2)
+                if len(parts) == 3 and (parts[0] == "0" or "cpu" in parts[1].split(",")):
+                    path = "/sys/fs/cgroup" + ("" if parts[0] == "0" else "/cpu") + parts[2]
+                    q = open(os.path.join(path, quota)).read().split()[0] if os.path.exists(
+                        os.path.join(path, quota)) else "max"
+                    self.assertIn(q, ("max", "-1"), "no quota where the uncapped responder runs: %s" % line)
         self.assertEqual(sorted(os.sched_getaffinity(0)), cpus, "the load set is left afterwards")
         self.assertFalse(glob.glob("/sys/fs/cgroup/*/preon-bench-%d-*" % os.getpid()) +
                          glob.glob("/sys/fs/cgroup/preon-bench-%d-*" % os.getpid()), "the sets are removed")
