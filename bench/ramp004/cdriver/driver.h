@@ -74,7 +74,6 @@ void http_send(int ui);
 void http_abandon(int ui);
 void http_event(uint64_t data, uint32_t events);
 void http_tick(double now); // closes connections idle for 5 s, fails dials older than 5 s
-int http_open_conns(void);
 // Called by http.c when user ui's request has ended: kind, the body of a 2xx and its Link header (may be NULL).
 void request_done(int ui, int kind, int retry_after, const char *body, size_t len, const char *link);
 // Called by http.c when user ui got a connection (the end of its pool wait).

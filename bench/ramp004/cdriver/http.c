@@ -91,11 +91,6 @@ int http_init(void)
     return ep;
 }
 
-int http_open_conns(void)
-{
-    return open_n;
-}
-
 // ---- the idle list (most recent first) and the wait
 
 static void idle_push(int ci)

@@ -350,8 +350,6 @@ int main(int argc, char **argv)
     double next_at = ramp_at(0), next_window = S.window + 0.2, next_tick = 0.1, last_arrival = 0;
     int arrivals_over = next_at < 0, windows = 0, broken_at = -1, prev_broken = 0, behind_n = 0;
     char behind[65536] = "[]", note[256];
-    if (arrivals_over)
-        last_arrival = 0;
     struct epoll_event ev[512];
     for (;;) {
         double now = now_s();
