@@ -58,21 +58,29 @@ def preon_server(binary, pgport, port, valgrind=False):
                       "database.max_queue_wait_ms 9000)"
 
 
-def tfb_server(tfb, pgport, port, valgrind=False):
+TFB_VARIANTS = {
+    # TechEmpower's code as it is: PQsendPipelineSync queues each query's Sync and one flush writes the batch (libpq
+    # 15 with that function backported, in lib/libpq-backport/, as the anchor's run.sh loads it)
+    "backport": ("h2o-app", ("lib/libpq-backport", "lib")),
+    # PQpipelineSync in its place, against Debian's libpq 15: one flush, one send(), per query
+    "stocklibpq": ("h2o-app-stocklibpq", ("lib",)),
+}
+
+
+def tfb_server(tfb, variant, pgport, port, valgrind=False):
     """TFB h2o with TechEmpower's flags (-a20 -m1), one thread (-t1), on 127.0.0.1 (as the anchor's run.sh starts it,
     without its taskset: valgrind must exec the binary itself). It has no queue bound to raise under valgrind."""
-    exe = os.path.join(tfb, "bin", "h2o-app-stocklibpq")
-    if not os.access(exe, os.X_OK):
-        exe = os.path.join(tfb, "bin", "h2o-app")
+    binary, libs = TFB_VARIANTS[variant]
+    exe = os.path.join(tfb, "bin", binary)
     conninfo = "host=127.0.0.1 port=%d dbname=preon user=postgres sslmode=disable" % pgport
     argv = [exe, "-a20", "-m1", "-t1", "-b", "127.0.0.1", "-p", str(port), "-d", conninfo,
             "-f", os.path.join(tfb, "share", "h2o-app", "template")]
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(tfb, "lib"))
-    return argv, env, "a build found in %s (its own flags: see the note beside this run)" % tfb
+    env = dict(os.environ, LD_LIBRARY_PATH=":".join(os.path.join(tfb, d) for d in libs))
+    return argv, env, "a build found in %s, the %s variant (its own flags: see the note beside this run)" % (tfb, variant)
 
 
-def tfb_status(tfb):
-    for rel in (("bin", "h2o-app"), ("share", "h2o-app", "template")):
+def tfb_status(tfb, variant):
+    for rel in (("bin", TFB_VARIANTS[variant][0]), ("share", "h2o-app", "template")):
         if not os.path.exists(os.path.join(tfb, *rel)):
             return "not built: no %s (optional; --tfb-h2o DIR or TFB_H2O_DIR)" % os.path.join(tfb, *rel)
     return "ok"
@@ -147,6 +155,9 @@ def main():
     ap.add_argument("--tfb-h2o-throughput", default=None,
                     help="another TFB h2o build for the pinned throughput only (e.g. TechEmpower's -march=native one, "
                          "which valgrind cannot run); default --tfb-h2o's")
+    ap.add_argument("--tfb-variant", default="backport", choices=sorted(TFB_VARIANTS),
+                    help="TFB h2o's binary: backport (TechEmpower's code, PQsendPipelineSync, one write per batch; the "
+                         "default) or stocklibpq (PQpipelineSync, one write per query)")
     ap.add_argument("--tests", default=",".join(t[0] for t in TESTS), help="subset of the test types")
     ap.add_argument("--quick", action="store_true", help="a handful of requests per run: a smoke test")
     ap.add_argument("--no-throughput", action="store_true", help="counts only")
@@ -165,18 +176,18 @@ def main():
     os.makedirs(out, exist_ok=True)
     binary = build_preon()
     header = results_header(args)
-    settings = {"postgres": PG_CONF, "conns": 8, "warmup": p["warmup"], "strace_n": p["strace_n"],
+    settings = {"postgres": PG_CONF, "conns": 8, "tfb_variant": args.tfb_variant, "warmup": p["warmup"], "strace_n": p["strace_n"],
                 "strace_n_db": p["strace_n_db"], "n": p["n"]}
     servers = {}
     with private_postgres_dir(PG_CONF) as (pgdir, pgport), tempfile.TemporaryDirectory(prefix="preon-cost-") as work:
         os.chmod(work, 0o755)
         servers["preon"] = measure_server("preon", lambda pg, port, vg=False: preon_server(binary, pg, port, vg),
                                           pgdir, pgport, p, tests, work)
-        status = tfb_status(args.tfb_h2o)
+        status = tfb_status(args.tfb_h2o, args.tfb_variant)
         if status == "ok":
             servers["tfb-h2o"] = measure_server(
-                "tfb-h2o", lambda pg, port, vg=False: tfb_server(args.tfb_h2o, pg, port, vg), pgdir, pgport, p, tests,
-                work)
+                "tfb-h2o", lambda pg, port, vg=False: tfb_server(args.tfb_h2o, args.tfb_variant, pg, port, vg), pgdir,
+                pgport, p, tests, work)
             note = os.path.join(args.tfb_h2o, "BUILD-NOTE")
             if os.path.isfile(note):
                 with open(note) as f:

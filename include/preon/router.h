@@ -21,9 +21,16 @@ typedef void (*preon_handler_fn)(h2o_req_t *req, h2o_iovec_t param);
 
 typedef struct st_preon_route_t {
     const char *pattern; /* "/hello", or "/fruits/{id}": a trailing "{…}" matches one non-empty-or-empty segment */
+    size_t len;          /* strlen(pattern): PREON_ROUTE sets it */
     unsigned methods;    /* PREON_M_* */
     preon_handler_fn handler;
 } preon_route_t;
+
+/** A route table entry from a string literal pattern, its length counted by the compiler. */
+#define PREON_ROUTE(pattern, methods, handler)                                                                                     \
+    {                                                                                                                              \
+        (pattern), sizeof(pattern) - 1, (methods), (handler)                                                                       \
+    }
 
 typedef struct st_preon_match_t {
     int err;                    /* 0: call route->handler; PREON_ENOTFOUND: no route has this path; PREON_EMETHOD: the path

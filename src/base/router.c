@@ -30,18 +30,16 @@ unsigned preon_method_bit(const char *method, size_t len)
     return i < NMETHODS ? 1u << i : 0;
 }
 
-/* Matches `path` against a pattern; a trailing "{name}" takes the rest of the path if it holds no '/'. */
-static int path_matches(const char *pattern, const char *path, size_t plen, h2o_iovec_t *param)
+/* Matches `path` against a route's pattern; a trailing "{name}" takes the rest of the path if it holds no '/'. A
+ * pattern without one is told apart by its length first: most routes cost a comparison of two numbers. */
+static int path_matches(const preon_route_t *r, const char *path, size_t plen, h2o_iovec_t *param)
 {
-    const char *brace = strchr(pattern, '{');
-    size_t fixed = brace != NULL ? (size_t)(brace - pattern) : strlen(pattern);
-    if (brace == NULL) {
+    if (r->len == 0 || r->pattern[r->len - 1] != '}') {
         *param = h2o_iovec_init(NULL, 0);
-        return plen == fixed && memcmp(pattern, path, plen) == 0;
+        return plen == r->len && memcmp(r->pattern, path, plen) == 0;
     }
-    if (plen < fixed || memcmp(pattern, path, fixed) != 0)
-        return 0;
-    if (memchr(path + fixed, '/', plen - fixed) != NULL)
+    size_t fixed = (size_t)(strchr(r->pattern, '{') - r->pattern);
+    if (plen < fixed || memcmp(r->pattern, path, fixed) != 0 || memchr(path + fixed, '/', plen - fixed) != NULL)
         return 0;
     *param = h2o_iovec_init(path + fixed, plen - fixed);
     return 1;
@@ -55,7 +53,7 @@ int preon_router_match(const preon_route_t *routes, size_t n, const char *method
     m->err = PREON_ENOTFOUND;
     for (size_t i = 0; i < n; i++) {
         h2o_iovec_t param;
-        if (!path_matches(routes[i].pattern, path, plen, &param))
+        if (!path_matches(&routes[i], path, plen, &param))
             continue;
         unsigned allowed = routes[i].methods;
         if (allowed & PREON_M_GET)

@@ -62,6 +62,8 @@ static void close_socket(preon_db_conn_t *c)
         h2o_socket_close(c->sock);
         c->sock = NULL;
     }
+    /* Before PQfinish: its Terminate message goes straight to the socket, not into a buffer nobody will write. */
+    preon_db_wbuf_clear(&c->wbuf);
     c->pg_fd = -1;
     c->write_wait = 0;
 }
@@ -86,6 +88,7 @@ static void close_pg(preon_db_conn_t *c)
 void preon_db_conn_dispose(preon_db_conn_t *c)
 {
     preon_db_conn_fail(c, PREON_ESHUTDOWN, NULL);
+    preon_db_wbuf_dispose(&c->wbuf);
     free(c->prepared);
     free(c->ring);
 }
@@ -111,7 +114,6 @@ static int watch_socket(preon_db_conn_t *c)
     c->sock = h2o_evloop_socket_create(c->pool->loop, dupfd, H2O_SOCKET_FLAG_DONT_READ);
     c->sock->data = c;
     c->pg_fd = fd;
-    c->cork = 0; /* a new socket: TCP, or not */
     c->pg_dev = st.st_dev;
     c->pg_ino = st.st_ino;
     /* Readability is always of interest: results while ready, the server's answers while connecting. */
@@ -249,13 +251,27 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, 0, why);
 }
 
+void preon_db_conn_hold(preon_db_conn_t *c)
+{
+    preon_db_wbuf_hold(&c->wbuf, c->pg_fd);
+}
+
 void preon_db_conn_flush(preon_db_conn_t *c)
 {
-    int rv = PQflush(c->pg);
-    if (rv < 0)
+    /* Whatever libpq still buffers joins the held bytes (its send() lands in wbuf), then one write for all. */
+    preon_db_conn_hold(c);
+    if (PQflush(c->pg) < 0) {
         preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
-    else if (rv > 0)
+        return;
+    }
+    int rv = preon_db_wbuf_flush(&c->wbuf);
+    if (rv < 0) {
+        char why[128];
+        snprintf(why, sizeof(why), "could not send data to server: %s", strerror(-rv));
+        preon_db_conn_fail(c, PREON_ECONNLOST, why);
+    } else if (rv > 0) {
         want_write(c);
+    }
 }
 
 /* Pipeline mode and every statement prepared; queries may follow at once, in the same pipeline. */
@@ -267,7 +283,9 @@ static void become_ready(preon_db_conn_t *c)
         return;
     }
     /* Each Prepare behind its own Sync: a statement whose table is missing must not abort the others. Behind a
-     * transaction pooler nothing is prepared: the next transaction may run on another server connection. */
+     * transaction pooler nothing is prepared: the next transaction may run on another server connection. One write
+     * for all of them. */
+    preon_db_conn_hold(c);
     for (size_t i = 0; i < pool->nstmts && pool->cfg->database.pooler != PREON_POOLER_TRANSACTION; i++) {
         const preon_db_statement_t *s = &pool->stmts[i];
         if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL) || !PQpipelineSync(c->pg)) {

@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "preon/alloc.h"
@@ -312,28 +310,13 @@ static int send_query(preon_db_conn_t *c, preon_db_query_t *q)
     return PQsendQueryPrepared(c->pg, st->name, q->nparams, q->params, NULL, NULL, 0) ? 0 : PREON_ECONNLOST;
 }
 
-/*
- * libpq 15's PQpipelineSync writes at once: a Sync after every query is a send() per query. Corked, those sends only
- * append to the socket's buffer, and the batch leaves as one segment when uncorked at the end of the write, as
- * PQsendPipelineSync (libpq 17) and one flush would send it: PostgreSQL wakes and reads once per batch, not once per
- * query. Only for a batch of several queries (two setsockopt calls), only on TCP (a Unix socket refuses, once).
- */
-static int cork(preon_db_conn_t *c, int on)
-{
-    if (c->cork < 0 || (on && (c->unsent_head == NULL || c->unsent_head->_next == NULL)))
-        return 0;
-    if (setsockopt(c->pg_fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)) != 0) {
-        c->cork = -1;
-        return 0;
-    }
-    return on;
-}
-
 void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap)
 {
     PREON_ASSERT(c->state == CONN_READY && c->pg != NULL);
     size_t before = c->ring_count, sent = 0;
-    int corked = cork(c, 1);
+    /* libpq 15's PQpipelineSync writes at once: held, the batch's Syncs and queries leave in one write when the pass
+     * ends (preon_db_conn_flush), as PQsendPipelineSync (libpq 17) and one flush would send them. */
+    preon_db_conn_hold(c);
     /* A Sync is owed for the queries written since the last one (the open segment); `open_shared` says whether
      * another request's shared read may still join it, `continues` whether the next query is the same request's
      * transaction, `same_request` whether it is the same request's at all (a batch ends only between requests). */
@@ -378,9 +361,6 @@ void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap)
         c->ring[(c->ring_head + c->ring_count - 1) % c->ring_cap].ends_send = 1;
         c->sends_in_flight++;
     }
-    if (corked)
-        cork(c, 0);
-    preon_db_conn_flush(c);
     return;
 
 Broken:

@@ -254,10 +254,16 @@ static void on_flush(h2o_timeout_entry_t *entry)
     uint64_t now = preon_now_ns();
     for (unsigned i = 0; i < pool->nconns; i++) {
         preon_db_conn_t *c = &pool->conns[i];
+        int sent = 0;
         if (c->unsent_head != NULL)
             shed_all(c, now);
-        while (c->unsent_head != NULL && c->state == CONN_READY && preon_db_conn_may_send(c))
+        while (c->unsent_head != NULL && c->state == CONN_READY && preon_db_conn_may_send(c)) {
             preon_db_conn_send_some(c, preon_db_batch_cap(c));
+            sent = 1;
+        }
+        /* one write for all the batches (send_some fails the connection itself if libpq refused one) */
+        if (sent && c->state == CONN_READY)
+            preon_db_conn_flush(c);
     }
 }
 

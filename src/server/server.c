@@ -360,7 +360,9 @@ static void *thread_main(void *arg)
 static void setup_globalconf(const preon_config_t *cfg)
 {
     h2o_config_init(&globalconf);
-    globalconf.server_name = h2o_iovec_init(H2O_STRLIT("preon/" PREON_VERSION));
+    /* No name here: h2o 2.2.5 would sprintf it into every head; preon's replies carry their Server header themselves
+     * (reply.c). Only h2o's own answers to unparsable requests go without one. */
+    globalconf.server_name = h2o_iovec_init(H2O_STRLIT(""));
     /* h2o 2.2.5 predates the HTTP/2 rapid-reset fix (CVE-2023-44487): HTTP/1.1 only unless configured. */
     globalconf.http1.upgrade_to_http2 = cfg->server.http2;
     globalconf.max_request_entity_size = (size_t)cfg->server.max_body_bytes;
@@ -368,6 +370,11 @@ static void setup_globalconf(const preon_config_t *cfg)
     globalconf.http1.req_timeout = (uint64_t)cfg->server.idle_timeout_ms;
     h2o_hostconf_t *host = h2o_config_register_host(&globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    /* h2o puts its chunked encoder on every path; it would chunk every preon answer, whose length h2o does not see:
+     * preon writes Content-Length as a header of its own (reply.c), and every answer carries one. */
+    for (size_t i = 0; i < path->filters.size; i++)
+        free(path->filters.entries[i]);
+    path->filters.size = 0;
     root_handler_t *h = (root_handler_t *)h2o_create_handler(path, sizeof(*h));
     h->super.on_req = on_req;
     h2o_logger_t *logger = h2o_create_logger(path, sizeof(*logger));

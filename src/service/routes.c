@@ -24,19 +24,19 @@ const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
 };
 
 const preon_route_t preon_routes[] = {
-    {"/hello", PREON_M_GET, preon_hello_get},
-    {"/fruits", PREON_M_GET, preon_fruits_list},
-    {"/fruits", PREON_M_POST, preon_fruits_create},
-    {"/fruits/{id}", PREON_M_GET, preon_fruits_get},
-    {"/fruits/{id}", PREON_M_PUT, preon_fruits_update},
-    {"/fruits/{id}", PREON_M_DELETE, preon_fruits_delete},
-    {"/plaintext", PREON_M_GET, preon_tfb_plaintext},
-    {"/json", PREON_M_GET, preon_tfb_json},
-    {"/db", PREON_M_GET, preon_tfb_db},
-    {"/queries", PREON_M_GET, preon_tfb_queries},
-    {"/updates", PREON_M_GET, preon_tfb_updates},
-    {"/cached-queries", PREON_M_GET, preon_tfb_cached_queries},
-    {"/fortunes", PREON_M_GET, preon_tfb_fortunes},
+    PREON_ROUTE("/hello", PREON_M_GET, preon_hello_get),
+    PREON_ROUTE("/fruits", PREON_M_GET, preon_fruits_list),
+    PREON_ROUTE("/fruits", PREON_M_POST, preon_fruits_create),
+    PREON_ROUTE("/fruits/{id}", PREON_M_GET, preon_fruits_get),
+    PREON_ROUTE("/fruits/{id}", PREON_M_PUT, preon_fruits_update),
+    PREON_ROUTE("/fruits/{id}", PREON_M_DELETE, preon_fruits_delete),
+    PREON_ROUTE("/plaintext", PREON_M_GET, preon_tfb_plaintext),
+    PREON_ROUTE("/json", PREON_M_GET, preon_tfb_json),
+    PREON_ROUTE("/db", PREON_M_GET, preon_tfb_db),
+    PREON_ROUTE("/queries", PREON_M_GET, preon_tfb_queries),
+    PREON_ROUTE("/updates", PREON_M_GET, preon_tfb_updates),
+    PREON_ROUTE("/cached-queries", PREON_M_GET, preon_tfb_cached_queries),
+    PREON_ROUTE("/fortunes", PREON_M_GET, preon_tfb_fortunes),
 };
 const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
 

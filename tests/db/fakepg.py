@@ -32,6 +32,9 @@ The script is a dict (FakePG(script); change it while running with server.update
   "report_read_only": false   leave those two out of ParameterStatus (libpq then asks SHOW transaction_read_only)
   "silent": true              accept connections, read and discard everything, never answer
   "byte_at_a_time": true      every reply written one byte per send(), TCP_NODELAY, a short pause between bytes
+  "rcvbuf": BYTES             SO_RCVBUF of the listening socket (set at start, inherited by every connection): a small
+                              receive window, so that a client's large write fills its socket and waits for writability
+  "read_pause_ms": MS         a pause before every read of the socket, which then takes at most 4 KiB: a slow reader
   "idle_fatal": {"after_ms": 300, "sqlstate": "57P01", "message": ..., "times": N}
                               once a connection has been idle (after a ReadyForQuery) that long: a FATAL
                               ErrorResponse, then the connection is closed
@@ -128,6 +131,10 @@ class Conn:
                 raise Dropped()
             if not select.select([self.sock], [], [], 0.02)[0]:
                 continue
+            pause = self.server.get("read_pause_ms")
+            if pause:
+                time.sleep(pause / 1000)
+                return self.sock.recv(4096) or None
             return self.sock.recv(65536) or None
         return None
 
@@ -320,6 +327,8 @@ class FakePG:
         self.stopping = False
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.script.get("rcvbuf"):
+            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.script["rcvbuf"])
         self.listener.bind(("127.0.0.1", port))
         self.listener.listen(64)
         self.listener.settimeout(0.05)

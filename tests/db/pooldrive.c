@@ -6,7 +6,7 @@
  * Usage: pooldrive URL   (database.* and log.* from PREON_* variables, as preon reads them)
  *
  * Commands, one per line; each prints its own JSON line and then {"done":"VERB"}:
- *   submit STMT N [PARAM]  one request of N queries of statement STMT (PARAM for its $1)
+ *   submit STMT N [PARAM]  one request of N queries of statement STMT (PARAM for its $1, up to 4095 bytes)
  *                          -> {"ev":"submit","req":R,"rv":"OK"|"ENOTCONN"|...}
  *   run MS                 runs the loop for MS ms
  *   wait-ready MS          runs until every connection is ready (or MS ms) -> {"ev":"ready","ok":B,"ms":T}
@@ -52,7 +52,7 @@ struct st_request_t {
     unsigned id;
     int accepted;  /* preon_db_submit returned 0 */
     unsigned next; /* index of the query whose callback is due next */
-    char param[64];
+    char param[4096];
     size_t n;
     qrec_t qs[];
 };
@@ -296,10 +296,11 @@ int main(int argc, char **argv)
     preon_db_counters_init(&counters, NSTMTS);
     preon_db_pool_t *pool = preon_db_pool_create(loop, &cfg, target, stmts, NSTMTS, &counters, "drive");
 
-    char line[512];
+    static char line[8192], c[4096];
     while (fgets(line, sizeof(line), stdin) != NULL) {
-        char verb[32] = "", a[128] = "", b[32] = "", c[64] = "";
-        int n = sscanf(line, "%31s %127s %31s %63s", verb, a, b, c);
+        char verb[32] = "", a[128] = "", b[32] = "";
+        c[0] = '\0';
+        int n = sscanf(line, "%31s %127s %31s %4095s", verb, a, b, c);
         if (n <= 0)
             continue;
         if (strcmp(verb, "submit") == 0 && n >= 3) {

@@ -349,6 +349,26 @@ class PipelineTest(unittest.TestCase):
         self.assertOutcomesMatch(d)
         d.finish(self)
 
+    def test_write_larger_than_the_socket_takes(self):
+        """preon writes libpq's bytes itself, once per loop pass (src/db/wbuf.c). A batch far larger than the socket
+        takes (a reader with a 4 KB window behind a socket whose send buffer is at most 4 MB here: 1,800 queries of
+        3.5 KB, 6.3 MB with their Syncs, in one loop pass) leaves in parts, on writability: every query still reaches
+        the server whole and in order (fakepg parses each message and records its parameter), and each gets its one
+        answer."""
+        s = self.server(rcvbuf=4096)
+        d = self.drive(s)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+        params = ["p%d-%s" % (i, chr(ord("a") + i) * 3500) for i in range(3)]
+        reqs = [d.submit("fruit_add", 600, p) for p in params]
+        self.assertTrue(all(r["rv"] == "OK" for r in reqs), reqs)
+        self.assertTrue(d.idle(120000)["ok"], d.stderr())
+        for r in reqs:
+            self.assertEqual([e["ev"] for e in d.callbacks(r["req"])], ["result"] * 600, d.stderr())
+        executes = [e for e in s.events if e[0] == "execute"]
+        self.assertEqual([e[3] for e in executes], [[p] for p in params for _ in range(600)])
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
     def test_pipeline_depth_adds_no_wait_when_idle(self):
         """With nothing out, a query is written in the loop pass that submitted it: the server has it while its
         answer is still held back (no batching delay on an idle connection), under every depth."""

@@ -9,10 +9,13 @@ Syncs, which shows the count can tell the two apart. Then a promise at the edge:
 shutdown gives up on it is answered 502 ("may or may not have committed"), never a retryable 503. (A shared read
 chosen as a deadlock victim is tests/db/test_pipeline.py's: the scripted server shows it on demand.)"""
 import concurrent.futures
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -69,6 +72,50 @@ class SyncCountTest(unittest.TestCase):
     def test_batch_variant_shares_syncs(self):
         """The control: with tfb_sync: batch, /queries=20's twenty reads share Syncs, and the count shows it."""
         self.assertLess(self.syncs_per_query("batch", "/queries?queries=20", 20, 80), 0.5)
+
+
+def sendto_lines(path):
+    with open(path, errors="replace") as f:
+        return sum(1 for line in f if "sendto(" in line)
+
+
+class WriteCombiningTest(unittest.TestCase):
+    """libpq 15's PQpipelineSync sends at once, so a Sync after every query would be a send() per query. preon holds
+    libpq's writes and sends what a loop pass produced in one write (src/db/wbuf.c): counted by strace on preon's
+    process, /queries=20's twenty queries and twenty Syncs leave in one system call, not twenty. (The Syncs themselves
+    are counted by PostgreSQL in SyncCountTest.)"""
+
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+        if shutil.which("strace") is None:
+            raise unittest.SkipTest("strace is not installed")
+
+    def test_queries_of_a_request_leave_in_one_write(self):
+        n = 10
+        with Preon(server_threads=1, database_connections_per_thread=1).start(probe="/health/ready") as p, \
+                tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "strace.out")
+            tracer = subprocess.Popen(["strace", "-f", "-e", "trace=sendto", "-o", out, "-p", str(p.proc.pid)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                # attached once a /db's send is seen
+                wait_for(lambda: p.request("GET", "/db")[0] == 200 and os.path.exists(out) and sendto_lines(out) > 0,
+                         30 * F, "strace attached")
+                before = sendto_lines(out)
+                for _ in range(n):
+                    status, _, body = p.request("GET", "/queries?queries=20", timeout=60 * SLOW)
+                    self.assertEqual(status, 200, body)
+                    self.assertEqual(len(json.loads(body)), 20)
+                time.sleep(0.5)
+                sends = sendto_lines(out) - before
+            finally:
+                tracer.terminate()
+                tracer.wait(timeout=30)
+            self.assertEqual(p.stop(), 0)
+        # one write per request when the loop pass sends it whole; a few more if the queue's bound splits a batch
+        self.assertGreaterEqual(sends, n)
+        self.assertLessEqual(sends, 3 * n, "%d send() calls for %d requests of 20 queries" % (sends, n))
 
 
 class EdgesTest(unittest.TestCase):
