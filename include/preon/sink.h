@@ -17,6 +17,12 @@ typedef struct st_preon_sink_t {
 /** Starts an empty sink with `cap` bytes reserved from `pool`. */
 void preon_sink_init(preon_sink_t *s, h2o_mem_pool_t *pool, size_t cap);
 
+/**
+ * Makes room for `more` bytes and returns where they go (s->buf + s->len): the caller writes up to `more` bytes there
+ * and then sets s->len to their end.
+ */
+char *preon_sink_reserve(preon_sink_t *s, size_t more);
+
 /** Appends `len` bytes. */
 void preon_sink_append(preon_sink_t *s, const char *data, size_t len);
 

@@ -87,21 +87,58 @@ int preon_json_string(preon_sink_t *out, const char *s, size_t len)
     return 0;
 }
 
+/* "00" to "99": two digits per division (a /queries=20 answer and its parameters format some sixty numbers). */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                     "8081828384858687888990919293949596979899";
+
 size_t preon_format_int(char *buf, long long v)
 {
-    /* Digits backwards into a scratch, then copied: no printf machinery (a third of /db's libc instructions). */
-    char tmp[24];
-    size_t n = 0, len = 0;
+    /* Counted first, then written backwards in place, two digits at a time: no printf machinery (a third of /db's libc
+     * instructions once) and no scratch copy. */
+    static const unsigned long long pow10[20] = {1ULL,
+                                                 10ULL,
+                                                 100ULL,
+                                                 1000ULL,
+                                                 10000ULL,
+                                                 100000ULL,
+                                                 1000000ULL,
+                                                 10000000ULL,
+                                                 100000000ULL,
+                                                 1000000000ULL,
+                                                 10000000000ULL,
+                                                 100000000000ULL,
+                                                 1000000000000ULL,
+                                                 10000000000000ULL,
+                                                 100000000000000ULL,
+                                                 1000000000000000ULL,
+                                                 10000000000000000ULL,
+                                                 100000000000000000ULL,
+                                                 1000000000000000000ULL,
+                                                 10000000000000000000ULL};
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
+    /* digits from the bit length: log10(2) ~ 1233 / 4096, then one comparison settles it */
+    unsigned bits = 64 - (unsigned)__builtin_clzll(u | 1);
+    unsigned t = (bits * 1233) >> 12;
+    size_t digits = t + (u >= pow10[t]);
+    digits += digits == 0; /* u == 0 */
+    size_t len = (v < 0) + digits;
     if (v < 0)
-        buf[len++] = '-';
-    while (n > 0)
-        buf[len++] = tmp[--n];
+        buf[0] = '-';
     buf[len] = '\0';
+    char *p = buf + len;
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--p = digit_pairs[d + 1];
+        *--p = digit_pairs[d];
+    }
+    if (u >= 10) {
+        *--p = digit_pairs[u * 2 + 1];
+        *--p = digit_pairs[u * 2];
+    } else {
+        *--p = (char)('0' + u);
+    }
     return len;
 }
 
@@ -125,11 +162,17 @@ int preon_json_fruit(preon_sink_t *out, long long id, const char *name, size_t l
 
 void preon_json_world(preon_sink_t *out, long long id, long long random_number)
 {
-    preon_sink_append(out, H2O_STRLIT("{\"id\":"));
-    preon_json_int(out, id);
-    preon_sink_append(out, H2O_STRLIT(",\"randomNumber\":"));
-    preon_json_int(out, random_number);
-    preon_sink_append(out, "}", 1);
+    /* The row's widest text, reserved once and written in place: TechEmpower's rows are most of /queries' answer. */
+    static const char head[] = "{\"id\":", mid[] = ",\"randomNumber\":";
+    char *p = preon_sink_reserve(out, sizeof(head) + sizeof(mid) + 2 * 21);
+    memcpy(p, head, sizeof(head) - 1);
+    p += sizeof(head) - 1;
+    p += preon_format_int(p, id);
+    memcpy(p, mid, sizeof(mid) - 1);
+    p += sizeof(mid) - 1;
+    p += preon_format_int(p, random_number);
+    *p++ = '}';
+    out->len = (size_t)(p - out->buf);
 }
 
 void preon_json_error(preon_sink_t *out, int status, const char *message)

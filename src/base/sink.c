@@ -13,10 +13,10 @@ void preon_sink_init(preon_sink_t *s, h2o_mem_pool_t *pool, size_t cap)
     s->cap = cap;
 }
 
-static void reserve(preon_sink_t *s, size_t more)
+char *preon_sink_reserve(preon_sink_t *s, size_t more)
 {
     if (s->len + more <= s->cap)
-        return;
+        return s->buf + s->len;
     size_t cap = s->cap * 2;
     while (cap < s->len + more)
         cap *= 2;
@@ -24,11 +24,12 @@ static void reserve(preon_sink_t *s, size_t more)
     memcpy(nb, s->buf, s->len);
     s->buf = nb;
     s->cap = cap;
+    return s->buf + s->len;
 }
 
 void preon_sink_append(preon_sink_t *s, const char *data, size_t len)
 {
-    reserve(s, len);
+    preon_sink_reserve(s, len);
     memcpy(s->buf + s->len, data, len);
     s->len += len;
 }

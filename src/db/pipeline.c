@@ -163,9 +163,16 @@ static void complete_entry(preon_db_conn_t *c, ring_entry_t e, PGresult *res)
 static void settle(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
-    /* Taken whole, then reset: the callbacks below may queue queries that start the next segment. */
-    segment_t seg = c->seg;
-    memset(&c->seg, 0, sizeof(c->seg));
+    /* Taken, then reset: the callbacks below may queue queries that start the next segment. Its message is copied
+     * only when a statement failed: this runs at every Sync. */
+    segment_t seg;
+    seg.sync_err = c->seg.sync_err;
+    seg.failed = c->seg.failed;
+    seg.err = c->seg.err;
+    if (seg.failed)
+        memcpy(seg.why, c->seg.why, sizeof(seg.why));
+    c->seg.sync_err = NULL;
+    c->seg.sync_null_ok = c->seg.failed = c->seg.err = 0;
     PGresult *sync_err = seg.sync_err;
     /* Why an aborted query failed, copied (a callback below may change the connection) only when there is more to say
      * than the usual: this runs at every Sync. */
