@@ -133,7 +133,7 @@ def strace_run(name, make, pgdir, pgport, p, key, path, depth, work):
 def throughput(args, out):
     """bench/throughput.py with the roles pinned; returns its medians per round, or None when it failed."""
     tp_out = os.path.join(out, "throughput")
-    targets = "preon,preon-c2,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m4"
+    targets = "preon,preon-c1,preon-c2,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m4"
     argv = [sys.executable, os.path.join(HERE, "throughput.py"), "--partition", args.partition, "--targets", targets,
             "--c1-duration", "0", "--duration", str(args.duration), "--rounds", str(args.rounds), "--out", tp_out,
             "--tfb-h2o", args.tfb_h2o_throughput or args.tfb_h2o]

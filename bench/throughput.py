@@ -34,10 +34,10 @@ PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
 PG_CONF = "synchronous_commit = off"
 PGSS_CONF = "shared_preload_libraries = 'pg_stat_statements'"
 TFB_DEFAULT = "/tmp/anchors/tfb-h2o"
-# preon as shipped keeps TechEmpower's rule (a Sync after every query), as do preon-c2 and preon-c4 (two and four
-# connections per thread instead of one: the report compares with preon's best of the three); preon-batch shares Syncs among requests' reads, "beyond TechEmpower's rules", in a column of its own. TFB h2o runs at -m1 (TechEmpower's flag, tuned for 28
+# preon as shipped keeps TechEmpower's rule (a Sync after every query), as do preon-c1, preon-c2 and preon-c4 (one, two
+# and four connections per thread instead of the default's choice: the report compares with preon's best of them); preon-batch shares Syncs among requests' reads, "beyond TechEmpower's rules", in a column of its own. TFB h2o runs at -m1 (TechEmpower's flag, tuned for 28
 # cores), -m2 and -m4 database connections per thread: the report compares with its best per test.
-MEMBERS = ["preon", "preon-c2", "preon-c4", "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
+MEMBERS = ["preon", "preon-c1", "preon-c2", "preon-c4", "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
 TFB_SETTINGS = {"tfb-h2o": [], "tfb-h2o-m2": ["-m2"], "tfb-h2o-m4": ["-m4"]}
 DB_TESTS = ["db", "fortunes", "queries", "updates"]
 
@@ -145,6 +145,7 @@ def make_members(args, partition):
 
     tfb_tests = ["plaintext", "pipelined", "json"] + DB_TESTS
     members = [Http("preon", [t["key"] for t in TESTS], preon_as("preon")),
+               Http("preon-c1", DB_TESTS, preon_as("preon-c1", PREON_DATABASE_CONNECTIONS_PER_THREAD="1")),
                Http("preon-c2", DB_TESTS, preon_as("preon-c2", PREON_DATABASE_CONNECTIONS_PER_THREAD="2")),
                Http("preon-c4", DB_TESTS, preon_as("preon-c4", PREON_DATABASE_CONNECTIONS_PER_THREAD="4")),
                Http("preon-batch", DB_TESTS + ["fruits"],

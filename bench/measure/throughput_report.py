@@ -34,12 +34,12 @@ GOALS = [
     ("fruits", ("fruits", "go-gin"), 3.0, "≥ 3× gin"),
     ("hello", ("hello", "bare"), 0.9, "≥ 0.9× bare responder"),
 ]
-NAMES = {"preon": "preon", "preon-c2": "preon, 2 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
+NAMES = {"preon": "preon", "preon-c1": "preon, 1 connection per thread", "preon-c2": "preon, 2 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
          "tfb-h2o-m4": "TFB h2o -m4", "go-gin": "go-gin", "bare": "bare epoll responder", "pgbench": "pgbench ceiling",
          "pgbench-one": "pgbench, 1 query per transaction"}
 TFB = ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4")
-PREON = ("preon", "preon-c2", "preon-c4")
-PREON_CPT = {"preon": 1, "preon-c2": 2, "preon-c4": 4}
+PREON = ("preon", "preon-c1", "preon-c2", "preon-c4")
+PREON_CPT = {"preon-c1": 1, "preon-c2": 2, "preon-c4": 4}  # "preon" is the default's choice (--check-config says it)
 TFB_FLAG = {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m4": "-m4"}
 
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +56,22 @@ static ring_t *rings[MAX_RINGS];
 static uint64_t dropped_closed; /* drops of rings already freed */
 static pthread_t writer;
 static int writer_running, writer_stop;
+/* 1 while the writer waits for a line (futex word): the line that finds it so wakes it, with one system call. */
+static int writer_asleep;
+
+static void futex_wait(int *word, int value, long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &ts, NULL, 0);
+}
+
+/* Wakes the writer if it waits (writers of lines call this after publishing one: seq_cst on both sides, so either
+ * the writer sees the line before it sleeps or the line's writer sees it asleep). */
+static void wake_writer(void)
+{
+    if (__atomic_load_n(&writer_asleep, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&writer_asleep, 0, __ATOMIC_SEQ_CST))
+        syscall(SYS_futex, &writer_asleep, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 static void write_all(const char *p, size_t n)
 {
@@ -82,10 +100,21 @@ static int drain(ring_t *r)
     return 1;
 }
 
+/* Whether any ring holds a line not yet written. Writer thread only. */
+static int any_pending(void)
+{
+    int pending = 0;
+    pthread_mutex_lock(&rings_mutex);
+    for (int i = 0; i < MAX_RINGS && !pending; i++)
+        pending = rings[i] != NULL && (rings[i]->tail != __atomic_load_n(&rings[i]->head, __ATOMIC_SEQ_CST) ||
+                                       __atomic_load_n(&rings[i]->closing, __ATOMIC_ACQUIRE));
+    pthread_mutex_unlock(&rings_mutex);
+    return pending;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
-    long idle_ms = 1;
     for (;;) {
         int busy = 0, stop = __atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE);
         /* The mutex guards the list only: writes happen outside it, so that a stderr that blocks never holds
@@ -110,15 +139,20 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&rings_mutex);
         if (stop && !busy)
             return NULL;
-        if (!busy) {
-            /* The writer is not an event loop: a short sleep is how it waits for lines, 5 ms while lines come, longer
-             * (up to 40 ms) while none do, so that an idle server does not wake 200 times a second for nothing. */
-            idle_ms = idle_ms < 5 ? 5 : idle_ms < 40 ? idle_ms * 2 : 40;
-            struct timespec ts = {0, idle_ms * 1000 * 1000};
+        if (busy) {
+            /* Lines are coming: collect them for 5 ms, so that a busy access log costs a write per 5 ms, not per line
+             * (no line's writer wakes it meanwhile: it is not asleep). */
+            struct timespec ts = {0, 5 * 1000 * 1000};
             nanosleep(&ts, NULL);
-        } else {
-            idle_ms = 1;
+            continue;
         }
+        /* Nothing came: wait until a line does. An idle server, or a busy one that logs nothing, makes no system
+         * call here (this thread polled every 5 to 40 ms before: a wake-up per few hundred requests). The
+         * one-second bound only guards against a wake-up this code failed to make. */
+        __atomic_store_n(&writer_asleep, 1, __ATOMIC_SEQ_CST);
+        if (!any_pending() && !__atomic_load_n(&writer_stop, __ATOMIC_SEQ_CST))
+            futex_wait(&writer_asleep, 1, 1000);
+        __atomic_store_n(&writer_asleep, 0, __ATOMIC_SEQ_CST);
     }
 }
 
@@ -137,7 +171,8 @@ void preon_log_stop(void)
 {
     if (!writer_running)
         return;
-    __atomic_store_n(&writer_stop, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&writer_stop, 1, __ATOMIC_SEQ_CST);
+    wake_writer();
     pthread_join(writer, NULL);
     writer_running = 0;
     /* rings of threads that never detached */
@@ -175,6 +210,7 @@ void preon_log_detach(void)
         return;
     __atomic_store_n(&my_ring->closing, 1, __ATOMIC_RELEASE);
     my_ring = NULL;
+    wake_writer(); /* to free the ring */
 }
 
 uint64_t preon_log_dropped(void)
@@ -205,7 +241,8 @@ static void emit(const char *line, size_t n)
     size_t at = head % RING_SIZE, first = n < RING_SIZE - at ? n : RING_SIZE - at;
     memcpy(r->buf + at, line, first);
     memcpy(r->buf, line + first, n - first);
-    __atomic_store_n(&r->head, head + n, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->head, head + n, __ATOMIC_SEQ_CST);
+    wake_writer();
 }
 
 /* The time, as RFC 3339 with milliseconds, UTC. The formatted second is cached per thread. */

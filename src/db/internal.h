@@ -15,6 +15,9 @@ typedef enum {
 
 typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
 
+/* A request of one query goes to the first connection with fewer than this many queries in flight (pool.c's pick). */
+#define PREON_DB_SPILL_AT 64
+
 /* The service-time estimate is used once it rests on this many queries. */
 #define PREON_DB_SVC_TRUSTED 16
 
