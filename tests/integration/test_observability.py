@@ -3,6 +3,7 @@
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -223,6 +224,30 @@ class StatesTest(unittest.TestCase):
         self.assertEqual(rc, 0)
         for mark in SANITIZER_MARKS:
             self.assertNotIn(mark, out.decode(errors="replace"))
+
+
+class IdleTest(unittest.TestCase):
+    def test_log_writer_sleeps_until_a_line_comes(self):
+        """The log writer thread waits for a line, not on a timer: an idle server (no line to write) makes no sleep
+        calls at all; it polled every 5 to 40 ms before (about 40 nanosleep calls in 1.5 s). That a line written
+        later still appears at once is test_json_and_access_logs'."""
+        if WRAPPER:
+            self.skipTest("valgrind's own scheduler sleeps")
+        if shutil.which("strace") is None:
+            self.skipTest("strace is not installed")
+        with Preon().start() as p, tempfile.TemporaryDirectory() as tmp:
+            time.sleep(0.5)  # start-up lines written
+            out = os.path.join(tmp, "strace.out")
+            tracer = subprocess.Popen(["strace", "-f", "-e", "trace=nanosleep,clock_nanosleep,futex", "-o", out, "-p",
+                                       str(p.proc.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.5)
+            tracer.terminate()
+            tracer.wait(timeout=30)
+            with open(out) as f:
+                calls = [l for l in f if "(" in l]
+            self.assertEqual(p.stop(), 0)
+        self.assertEqual([l for l in calls if "nanosleep(" in l], [])
+        self.assertTrue(any("futex(" in l for l in calls), "strace saw the writer waiting")
 
 
 class DrainUnderLoadTest(unittest.TestCase):
