@@ -48,7 +48,8 @@ static const char *reason_of(int status)
  */
 static void add_head(h2o_req_t *req, size_t len, int with_length)
 {
-    static const char server[] = "preon/" PREON_VERSION;
+    /* no version, as nginx's server_tokens off: `preon --version` and the start-up line say it */
+    static const char server[] = "preon";
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_SERVER, NULL, server, sizeof(server) - 1);
     if (with_length) {
         char *buf = h2o_mem_alloc_pool(&req->pool, 24);
