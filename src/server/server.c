@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "preon/alloc.h"
+#include "coalesce.h"
 #include "cpus.h"
 #include "preon/errors.h"
 #include "preon/log.h"
@@ -326,11 +327,15 @@ static void *thread_main(void *arg)
     h2o_socket_buffer_prototype.allocator.max = 0; /* sanitizer builds: see src/server/norecycle.c */
 #endif
     h2o_socket_read_start(thr->listener, on_accept);
+    /* Pipelined requests' answers leave together at the end of each loop pass (coalesce.c). */
+    preon_coalesce_start(thr->loop, (uint64_t)thr->cfg->server.idle_timeout_ms);
     /* Until the stop message: serve. Then until nothing waits on the database and no request has come for a
      * moment (active keep-alive clients get Connection: close and leave), or the shutdown deadline. */
     while (!thr->draining ||
-           ((thr->pending != 0 || preon_now_ns() - thr->last_request_ns < 100000000) && h2o_now(thr->loop) < thr->drain_deadline))
+           ((thr->pending != 0 || preon_now_ns() - thr->last_request_ns < 100000000) && h2o_now(thr->loop) < thr->drain_deadline)) {
         h2o_evloop_run(thr->loop, thr->draining ? 10 : INT32_MAX);
+        preon_coalesce_pass_end();
+    }
 
     /* Whatever still waits (only after shutdown_timeout_ms) is answered 503 now; a short grace lets those
      * answers, and the last ones written above, reach the clients. */
@@ -342,8 +347,11 @@ static void *thread_main(void *arg)
     if (thr->db_read != NULL)
         preon_db_pool_close(thr->db_read);
     uint64_t grace_end = h2o_now(thr->loop) + 50;
-    while (h2o_now(thr->loop) < grace_end)
+    while (h2o_now(thr->loop) < grace_end) {
         h2o_evloop_run(thr->loop, 10);
+        preon_coalesce_pass_end();
+    }
+    preon_coalesce_stop();
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->close_receiver);
     h2o_timeout_dispose(thr->loop, &thr->request_timeout);

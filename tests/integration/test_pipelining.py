@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: MIT
+"""Pipelined HTTP/1 requests (src/server/coalesce.c): the answers of one loop pass leave in one write, in order, byte
+for byte; a client that reads slowly gets everything without stalling anyone else; a connection closed with answers
+still held delivers them before it ends."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import SLOW, WRAPPER, Preon, PreonTestCase, main
+
+EXPECTED = {"/plaintext": (200, b"Hello, World!"), "/json": (200, b'{"message":"Hello, World!"}'),
+            "/nope": (404, b'{"error":"no such resource","status":404}')}
+# About 16 KB per answer (500 World rows from the thread's cache): 400 of them are more than the kernel buffers for
+# a socket here (4 MB), so preon's side has to wait for the reader.
+BIG = "/cached-queries?count=500"
+
+
+def request(path, close=False):
+    return ("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, "Connection: close\r\n" if close else "")).encode()
+
+
+def answers(buf):
+    """Splits concatenated HTTP/1.1 answers (each with a Content-Length) into (status, body) pairs; a trailing
+    incomplete answer is left out."""
+    out, at = [], 0
+    while True:
+        head_end = buf.find(b"\r\n\r\n", at)
+        if head_end < 0:
+            return out
+        head = buf[at:head_end].split(b"\r\n")
+        length = [int(l.split(b":")[1]) for l in head[1:] if l.lower().startswith(b"content-length:")][0]
+        end = head_end + 4 + length
+        if len(buf) < end:
+            return out
+        out.append((int(head[0].split()[1]), buf[head_end + 4:end]))
+        at = end
+
+
+def slow_socket(port, rcvbuf=4096):
+    """A client with a small receive window: what the server writes fills its socket after a few KB."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(60 * SLOW)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def count_tcp(pid, port):
+    """Established TCP connections of process `pid` on its listening `port` (ss)."""
+    out = subprocess.run(["ss", "-Htnp", "state", "established", "( sport = :%d )" % port], capture_output=True,
+                         text=True).stdout
+    return sum(1 for l in out.splitlines() if "pid=%d," % pid in l)
+
+
+def read_until_close(s):
+    buf = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return buf
+        buf += chunk
+
+
+class PipeliningTest(PreonTestCase):
+    # a connection closed with answers held keeps them while its peer reads, or for this long without a read: longer
+    # than the tests' pauses (10 s under valgrind)
+    preon_settings = {"server_threads": 1, "server_idle_timeout_ms": 60000}
+
+    def expect(self, paths, got):
+        self.assertEqual(len(got), len(paths), "answers received")
+        for i, (path, (status, body)) in enumerate(zip(paths, got)):
+            if path == BIG:
+                self.assertEqual((status, len(json.loads(body))), (200, 500), "answer %d (%s)" % (i, path))
+            else:
+                self.assertEqual((status, body), EXPECTED[path], "answer %d (%s)" % (i, path))
+
+    def test_answers_in_order(self):
+        """120 requests in one write, the last with Connection: close: 120 answers, each the one its request asked
+        for, in order, then the end of the connection."""
+        paths = ["/plaintext", "/json", "/nope"] * 40
+        with socket.create_connection(("127.0.0.1", self.preon.port), timeout=30 * SLOW) as s:
+            s.sendall(b"".join(request(p, close=i == len(paths) - 1) for i, p in enumerate(paths)))
+            self.expect(paths, answers(read_until_close(s)))
+
+    def test_slow_reader_gets_everything_and_stalls_no_one(self):
+        """800 pipelined requests from a client that reads nothing for a while behind a 4 KB window: about 6 MB of
+        answers, more than the kernel buffers, wait on preon's side. Meanwhile another client is answered at once;
+        then the slow one reads everything, in order."""
+        paths = ["/plaintext", BIG] * 400
+        s = slow_socket(self.preon.port)
+        try:
+            data = b"".join(request(p) for p in paths)
+            sender = threading.Thread(target=s.sendall, args=(data,))
+            sender.start()
+            time.sleep(0.5 * SLOW)
+            status, _, body = self.preon.request("GET", "/plaintext", timeout=10 * SLOW)
+            self.assertEqual((status, body), (200, b"Hello, World!"))
+            buf = b""
+            while len(answers(buf)) < len(paths):
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, "connection ended after %d answers" % len(answers(buf)))
+                buf += chunk
+            sender.join()
+            self.expect(paths, answers(buf))
+        finally:
+            s.close()
+
+    def test_close_with_answers_held(self):
+        """800 pipelined requests (about 6 MB of answers), the last with Connection: close, from a client that reads
+        nothing at first: h2o closes the connection while answers still wait for the socket; they are all delivered,
+        then the end."""
+        paths = [BIG, "/plaintext"] * 400
+        s = slow_socket(self.preon.port)
+        try:
+            data = b"".join(request(p, close=i == len(paths) - 1) for i, p in enumerate(paths))
+            sender = threading.Thread(target=s.sendall, args=(data,))
+            sender.start()
+            time.sleep(0.5 * SLOW)
+            buf = read_until_close(s)
+            got = answers(buf)
+            sender.join()
+            self.expect(paths, got)
+        finally:
+            s.close()
+
+    def test_reader_that_stops_is_dropped(self):
+        """The same, but the client never reads: after server.idle_timeout_ms without a byte taken (0.5 s here), the
+        connection ends with what is left (the descriptor is not kept for ever), and the server serves on."""
+        with Preon(server_threads=1, server_idle_timeout_ms=500).start() as p:
+            paths = [BIG, "/plaintext"] * 400
+            s = slow_socket(p.port)
+            try:
+                data = b"".join(request(x, close=i == len(paths) - 1) for i, x in enumerate(paths))
+                sender = threading.Thread(target=s.sendall, args=(data,))
+                sender.start()
+                deadline = time.monotonic() + 60 * SLOW
+                time.sleep(0.2)
+                while count_tcp(p.proc.pid, p.port) > 0:  # preon's end of it: open until dropped
+                    self.assertLess(time.monotonic(), deadline, "the connection was never dropped")
+                    time.sleep(0.2)
+                try:
+                    got = answers(read_until_close(s))
+                except ConnectionResetError:
+                    got = []
+                self.assertLess(len(got), len(paths))
+                sender.join()
+                self.assertEqual(p.request("GET", "/plaintext")[:3:2], (200, b"Hello, World!"))
+            finally:
+                s.close()
+            self.assertEqual(p.stop(), 0)
+
+    @unittest.skipIf(shutil.which("strace") is None, "strace is not installed")
+    def test_one_write_per_pipelined_batch(self):
+        """Ten batches of 16 pipelined requests (TechEmpower's depth), each read whole before the next is sent: counted
+        by strace on preon, the 160 answers leave in at most two writes per batch (the first answer of a pass at once,
+        the rest at its end), not sixteen."""
+        if WRAPPER:
+            self.skipTest("under valgrind a batch's requests reach the loop over several passes")
+        with tempfile.TemporaryDirectory() as tmp, \
+                socket.create_connection(("127.0.0.1", self.preon.port), timeout=30) as s:
+            out = os.path.join(tmp, "strace.out")
+            tracer = subprocess.Popen(["strace", "-f", "-e", "trace=write,writev", "-o", out, "-p",
+                                       str(self.preon.proc.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                def writes():
+                    with open(out) as f:
+                        return sum(1 for l in f if "write(" in l or "writev(" in l)
+
+                deadline = time.monotonic() + 30
+                while not (os.path.exists(out) and writes() > 0):  # attached once a /plaintext's write is seen
+                    self.assertLess(time.monotonic(), deadline, "strace did not attach")
+                    self.assertEqual(self.preon.request("GET", "/plaintext")[0], 200)
+                    time.sleep(0.05)
+                before = writes()
+                for _ in range(10):
+                    s.sendall(request("/plaintext") * 16)
+                    buf = b""
+                    while len(answers(buf)) < 16:
+                        buf += s.recv(65536)
+                    self.expect(["/plaintext"] * 16, answers(buf))
+                time.sleep(0.3)
+                n = writes() - before
+            finally:
+                tracer.terminate()
+                tracer.wait(timeout=30)
+        self.assertGreaterEqual(n, 10)
+        self.assertLessEqual(n, 20, "%d writes for 10 batches of 16 pipelined requests" % n)
+
+
+if __name__ == "__main__":
+    main()
