@@ -453,8 +453,11 @@ int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char 
     /* Two per thread below four threads, one from four up. A backend serves its pipeline one query at a time, and on a
      * small machine PostgreSQL's share of the CPUs follows its number of busy backends: with one per thread a
      * two-thread preon gave its database up to half the throughput it could have; four per thread were no better than
-     * two and cost PostgreSQL twice the system calls per query (docs/benchmarks.md, "The default"). From four threads
-     * one each is already four backends. */
+     * two and cost PostgreSQL twice the system calls per query (docs/benchmarks.md, "The default"). The second
+     * connection costs a one-query request nothing: those fill the first until it has a queue (src/db/pool.c, pick),
+     * while the many queries of one request spread over both (2026-12-02, one thread pinned with PostgreSQL on one
+     * CPU: /db as with one connection, /queries=20 and /updates=20 1.2x of one). From four threads one each is
+     * already four backends. */
     unsigned t = threads != 0 ? threads : 1, n = t >= 4 ? 1 : 2;
     cfg->database.connections_per_thread = (int)n;
     snprintf(why, whylen,
