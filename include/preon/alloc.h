@@ -12,6 +12,11 @@ void *preon_malloc(size_t size);
 void *preon_calloc(size_t n, size_t size);
 /** Like realloc; `p` may be NULL. */
 void *preon_realloc(void *p, size_t size);
+/**
+ * Appends `len` bytes to the growing byte buffer `*buf` (`*used` bytes in use of `*cap`; NULL and 0 to start),
+ * doubling its capacity from `first` as needed. The buffer is the caller's to free.
+ */
+void preon_bytes_append(char **buf, size_t *used, size_t *cap, size_t first, const void *data, size_t len);
 char *preon_strdup(const char *s);
 char *preon_strndup(const char *s, size_t n);
 

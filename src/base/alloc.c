@@ -33,6 +33,19 @@ void *preon_realloc(void *p, size_t size)
     return check(realloc(p, size != 0 ? size : 1));
 }
 
+void preon_bytes_append(char **buf, size_t *used, size_t *cap, size_t first, const void *data, size_t len)
+{
+    if (*used + len > *cap) {
+        size_t n = *cap != 0 ? *cap : first;
+        while (n < *used + len)
+            n *= 2;
+        *buf = preon_realloc(*buf, n);
+        *cap = n;
+    }
+    memcpy(*buf + *used, data, len);
+    *used += len;
+}
+
 char *preon_strdup(const char *s)
 {
     return check(strdup(s));

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include "preon/alloc.h"
 #include "preon/assert.h"
@@ -50,24 +49,11 @@ static void unlink_active(preon_db_wbuf_t *w)
     w->next = NULL;
 }
 
-static void append(preon_db_wbuf_t *w, const void *buf, size_t len)
-{
-    if (w->len + len > w->cap) {
-        size_t cap = w->cap != 0 ? w->cap : 8192;
-        while (cap < w->len + len)
-            cap *= 2;
-        w->buf = preon_realloc(w->buf, cap);
-        w->cap = cap;
-    }
-    memcpy(w->buf + w->len, buf, len);
-    w->len += len;
-}
-
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     for (preon_db_wbuf_t *w = active; w != NULL; w = w->next) {
         if (w->fd == fd) {
-            append(w, buf, len);
+            preon_bytes_append(&w->buf, &w->len, &w->cap, 8192, buf, len);
             return (ssize_t)len;
         }
     }

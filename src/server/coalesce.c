@@ -144,18 +144,9 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
         return syscall(SYS_writev, fd, iov, iovcnt);
     }
     size_t total = 0;
-    for (int i = 0; i < iovcnt; i++)
-        total += iov[i].iov_len;
-    if (s->len + total > s->cap) {
-        size_t cap = s->cap != 0 ? s->cap : 4096;
-        while (cap < s->len + total)
-            cap *= 2;
-        s->buf = preon_realloc(s->buf, cap);
-        s->cap = cap;
-    }
     for (int i = 0; i < iovcnt; i++) {
-        memcpy(s->buf + s->len, iov[i].iov_base, iov[i].iov_len);
-        s->len += iov[i].iov_len;
+        preon_bytes_append(&s->buf, &s->len, &s->cap, 4096, iov[i].iov_base, iov[i].iov_len);
+        total += iov[i].iov_len;
     }
     if (!s->listed) {
         if (co.nlist == co.caplist) {
