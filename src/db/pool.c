@@ -14,7 +14,6 @@
  */
 
 static void on_flush(h2o_timeout_entry_t *entry);
-
 static void on_tick(h2o_timeout_entry_t *entry);
 
 static uint64_t tick_ms(const preon_config_t *cfg)
@@ -101,8 +100,8 @@ void preon_db_pool_destroy(preon_db_pool_t *pool)
  * The connection for a query: the least loaded ready one, or with `concentrate`, the first ready one with fewer than
  * PREON_DB_SPILL_AT queries in flight (then the least loaded). Concentrated, a request of one query (/db, /fortunes)
  * joins the batch another is already filling: PostgreSQL reads and answers a bigger batch in one wake-up, and a
- * second backend starts taking turns on the one CPU only once the first has a queue of its own (measured with the
- * roles pinned, 2026-12-02: /db 73-77k req/s concentrated on one of two connections, 70-72k spread over both). The
+ * second backend starts taking turns on the one CPU only once the first has a queue of its own (an A/B with the
+ * roles pinned, 2026-12-02: /db 74-78k req/s concentrated on one of two connections, 72-73k spread over both). The
  * queries of a request of many (/queries=20), each behind its own Sync, spread instead: several backends work on
  * one answer (7.1-7.3k req/s spread, 6.9k concentrated).
  */
