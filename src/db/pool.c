@@ -98,9 +98,9 @@ void preon_db_pool_destroy(preon_db_pool_t *pool)
 
 /*
  * The connection for a query: the least loaded ready one, or with `concentrate`, the first ready one with fewer than
- * PREON_DB_SPILL_AT queries in flight (then the least loaded). Concentrated, a request of one query (/db, /fortunes)
- * joins the batch another is already filling: PostgreSQL reads and answers a bigger batch in one wake-up, and a
- * second backend starts taking turns on the one CPU only once the first has a queue of its own (an A/B with the
+ * PREON_DB_SPILL_AT queries in flight whose head query has not run PREON_DB_STALL_MS yet (then the least loaded). Concentrated, a
+ * request of one query (/db, /fortunes) joins the batch another is already filling: PostgreSQL reads and answers a bigger batch in
+ * one wake-up, and a second backend starts taking turns on the one CPU only once the first has a queue of its own (an A/B with the
  * roles pinned, 2026-12-02: /db 74-78k req/s concentrated on one of two connections, 72-73k spread over both). The
  * queries of a request of many (/queries=20), each behind its own Sync, spread instead: several backends work on
  * one answer (7.1-7.3k req/s spread, 6.9k concentrated).
@@ -108,11 +108,15 @@ void preon_db_pool_destroy(preon_db_pool_t *pool)
 static preon_db_conn_t *pick(preon_db_pool_t *pool, int concentrate)
 {
     preon_db_conn_t *best = NULL;
+    uint64_t now = h2o_now(pool->loop);
     for (unsigned i = 0; i < pool->nconns; i++) {
         preon_db_conn_t *c = &pool->conns[i];
         if (c->state != CONN_READY)
             continue;
-        if (concentrate && c->nqueries < PREON_DB_SPILL_AT)
+        /* ... unless its head query has been running a while (a lock, a slow statement): nothing joins a batch stuck
+         * behind it while another connection is free */
+        uint64_t head = preon_db_conn_head_since(c);
+        if (concentrate && c->nqueries < PREON_DB_SPILL_AT && (head == 0 || now - head < PREON_DB_STALL_MS))
             return c;
         if (best == NULL || c->nqueries < best->nqueries)
             best = c;

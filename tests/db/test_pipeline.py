@@ -235,6 +235,23 @@ class PipelineTest(unittest.TestCase):
         self.assertOutcomesMatch(d)
         d.finish(self)
 
+    def test_one_query_requests_pass_a_stuck_connection(self):
+        """The first connection's head query runs long (fakepg holds it 500 ms, as a lock would): requests of one query
+        do not pile up behind it while the second connection is free; they are answered first, on the second."""
+        s = self.server(statements=statements(fruits_all=[{"kind": "delay", "ms": 500 * SLOW, "times": 1}]))
+        d = self.drive(s, connections_per_thread=2, sync="query")
+        self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+        slow = d.submit("fruits_all")
+        d.run(50 * SLOW)
+        quick = [d.submit("fruit_get", 1, str(i)) for i in range(5)]
+        self.assertTrue(d.idle()["ok"])
+        order = [e["req"] for e in d.callbacks()]
+        self.assertEqual(order[-1], slow["req"], "the quick ones were answered before the slow one")
+        slow_conn = d.callbacks(slow["req"])[0]["rows"][-1][1]
+        self.assertNotIn(slow_conn, {d.callbacks(r["req"])[0]["rows"][-1][1] for r in quick})
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
     def test_no_callback_after_failed_submit(self):
         """A submit refused at once (not connected; queue full) returns its code and never calls back, not even
         when the pool is destroyed."""
