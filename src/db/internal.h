@@ -18,8 +18,9 @@ typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
 /* A request of one query goes to the first connection with fewer than this many queries in flight (pool.c's pick)... */
 #define PREON_DB_SPILL_AT 64
 /* ... whose query at the head of its pipeline has been running for less than this (ms): a healthy batch's head changes
- * every few microseconds; one held by a lock or a slow statement does not. */
-#define PREON_DB_STALL_MS 2
+ * every few microseconds; one held by a lock or a slow statement does not. Not lower: on one CPU shared with
+ * PostgreSQL, a backend waiting for its turn looks stuck for a few ms (2 ms spread /db's batches now and then). */
+#define PREON_DB_STALL_MS 10
 
 /* The service-time estimate is used once it rests on this many queries. */
 #define PREON_DB_SVC_TRUSTED 16
