@@ -223,6 +223,10 @@ class PipelineTest(unittest.TestCase):
         s = self.server(statements=statements(fruits_all=[{"kind": "delay", "ms": 200 * SLOW, "times": 1}]))
         d = self.drive(s, connections_per_thread=2, sync="query")
         self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+        # answered behind each connection's Prepares: once it is, neither has anything in flight (under valgrind the
+        # Prepares alone can outlast the 10 ms after which a connection's head counts as stuck)
+        d.submit("fruit_get", 8, "0")
+        self.assertTrue(d.idle()["ok"])
         singles = [d.submit("fruit_get", 1, str(i)) for i in range(10)]
         d.run(0)
         self.assertTrue(d.idle()["ok"])
