@@ -17,6 +17,11 @@ void *preon_realloc(void *p, size_t size);
  * doubling its capacity from `first` as needed. The buffer is the caller's to free.
  */
 void preon_bytes_append(char **buf, size_t *used, size_t *cap, size_t first, const void *data, size_t len);
+/**
+ * Grows the array `*items` of `*n` elements of `size` bytes (realloc, doubling from `first`) until index `index`
+ * exists; the new elements are zeroed. Returns the element at `index`. A table indexed by descriptor, say.
+ */
+void *preon_table_at(void **items, size_t *n, size_t size, size_t first, size_t index);
 char *preon_strdup(const char *s);
 char *preon_strndup(const char *s, size_t n);
 

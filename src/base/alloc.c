@@ -46,6 +46,19 @@ void preon_bytes_append(char **buf, size_t *used, size_t *cap, size_t first, con
     *used += len;
 }
 
+void *preon_table_at(void **items, size_t *n, size_t size, size_t first, size_t index)
+{
+    if (index >= *n) {
+        size_t m = *n != 0 ? *n : first;
+        while (m <= index)
+            m *= 2;
+        *items = preon_realloc(*items, m * size);
+        memset((char *)*items + *n * size, 0, (m - *n) * size);
+        *n = m;
+    }
+    return (char *)*items + index * size;
+}
+
 char *preon_strdup(const char *s)
 {
     return check(strdup(s));

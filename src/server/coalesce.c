@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "preon/alloc.h"
 #include "coalesce.h"
+#include "lazyep.h"
 
 /*
  * Write coalescing for pipelined HTTP/1 requests, outside h2o.
@@ -58,15 +59,10 @@ static __thread struct {
 
 static slot_t *slot_of(int fd)
 {
-    if ((size_t)fd >= co.nslots) {
-        size_t n = co.nslots != 0 ? co.nslots : 1024;
-        while (n <= (size_t)fd)
-            n *= 2;
-        co.slots = preon_realloc(co.slots, n * sizeof(*co.slots));
-        memset(co.slots + co.nslots, 0, (n - co.nslots) * sizeof(*co.slots));
-        co.nslots = n;
-    }
-    return &co.slots[fd];
+    void *items = co.slots;
+    slot_t *s = preon_table_at(&items, &co.nslots, sizeof(*co.slots), 1024, (size_t)fd);
+    co.slots = items;
+    return s;
 }
 
 static void forget(slot_t *s)
@@ -178,6 +174,7 @@ static void linger(int fd)
 
 int close(int fd)
 {
+    preon_lazyep_closing(fd);
     if (co.on && fd >= 0 && (size_t)fd < co.nslots) {
         slot_t *s = &co.slots[fd];
         if (s->len != s->off && write_held(fd) == 1)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "preon/alloc.h"
 #include "coalesce.h"
+#include "lazyep.h"
 #include "cpus.h"
 #include "preon/errors.h"
 #include "preon/log.h"
@@ -361,6 +362,7 @@ static void *thread_main(void *arg)
     preon_db_pool_destroy(thr->db);
     preon_db_pool_destroy(thr->db_read);
     thr->db = thr->db_read = NULL;
+    preon_lazyep_thread_end();
     preon_log_detach();
     return NULL;
 }
@@ -443,6 +445,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->index = index;
     thr->cfg = cfg;
     thr->loop = h2o_evloop_create();
+    preon_lazyep_adopt(); /* its epoll set: read interest is taken away lazily (lazyep.c) */
     thr->listener = h2o_evloop_socket_create(thr->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     thr->listen_fd = fd;
     thr->spare_fd = dup(fd);

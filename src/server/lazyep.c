@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "preon/alloc.h"
+#include "lazyep.h"
+
+/*
+ * Lazy read interest for h2o's epoll sets, outside h2o.
+ *
+ * h2o 2.2.5 stops reading a connection while it answers a request and starts again once the answer is written. When
+ * the answer waits on the database, stop and start fall in different loop passes, and its epoll backend turns each
+ * into a system call: EPOLL_CTL_DEL when the request is read, EPOLL_CTL_ADD when the answer is out, two of the five
+ * system calls of a /db request. h2o calls epoll_ctl() and epoll_wait() through the PLT: this file defines both (and
+ * epoll_create(), to know which sets are h2o's loops), and the executable's definitions come first.
+ *
+ * In an adopted set, taking read interest away is deferred: the kernel keeps reporting readability, and h2o is told
+ * the call succeeded. Giving it back while it is still registered costs nothing. A readiness h2o did not ask for can
+ * only come from the client sending before its answer is out (a pipelined request, a close): then, and only then,
+ * the registration is brought down to what h2o wants, and h2o never sees the event (level-triggered: it is reported
+ * again once h2o reads). Write interest is never deferred (a socket is nearly always writable: keeping it would wake
+ * the loop at once). The kernel's registration carries the descriptor (tagged) instead of h2o's pointer, and
+ * epoll_wait() gives h2o its own data back. A descriptor is closed out of the set before close() (the descriptor may
+ * have a dup that would keep it registered). Every other call, and every other set, is the system call.
+ */
+
+#define TAG (UINT64_C(1) << 63) /* on the kernel's data of a registration kept here; h2o's pointers never have it */
+#define MAX_SETS 4096           /* adopted sets have descriptors below this; others are not adopted */
+
+typedef struct {
+    int epfd;        /* the set this entry belongs to, 0 when free (an adopted set is never descriptor 0) */
+    uint32_t wanted; /* what h2o last asked for (0: not registered, for h2o) */
+    uint32_t kernel; /* what the kernel has (0: not registered) */
+    uint64_t data;   /* h2o's data for the descriptor */
+} entry_t;
+
+static unsigned char adopted[MAX_SETS]; /* written before a set's loop thread starts, read by it */
+static __thread int last_created = -1;
+static __thread struct {
+    entry_t *entries; /* by descriptor; the loop thread's own */
+    size_t n;
+} lz;
+
+static int sys_ctl(int epfd, int op, int fd, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.u64 = TAG | (uint64_t)fd};
+    int rv;
+    while ((rv = (int)syscall(SYS_epoll_ctl, epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &ev)) != 0 && errno == EINTR)
+        ;
+    return rv;
+}
+
+static int is_adopted(int epfd)
+{
+    return epfd > 0 && epfd < MAX_SETS && adopted[epfd];
+}
+
+static entry_t *entry_of(int fd)
+{
+    void *items = lz.entries;
+    entry_t *e = preon_table_at(&items, &lz.n, sizeof(*lz.entries), 1024, (size_t)fd);
+    lz.entries = items;
+    return e;
+}
+
+/* Makes the kernel's registration of `fd` what it must be for `e->wanted`, keeping read interest the kernel still has
+ * when `keep_read`. */
+static int settle(int epfd, int fd, entry_t *e, int keep_read)
+{
+    uint32_t target = e->wanted | (keep_read ? e->kernel & EPOLLIN : 0);
+    if (target == e->kernel)
+        return 0;
+    int op = target == 0 ? EPOLL_CTL_DEL : e->kernel != 0 ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    int rv = sys_ctl(epfd, op, fd, target);
+    if (rv != 0 && op == EPOLL_CTL_MOD && errno == ENOENT) /* closed behind this file's back, and reused */
+        rv = sys_ctl(epfd, op = EPOLL_CTL_ADD, fd, target);
+    if (rv == 0)
+        e->kernel = target;
+    return rv;
+}
+
+int epoll_create(int size)
+{
+    if (size <= 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = (int)syscall(SYS_epoll_create1, 0);
+    last_created = fd;
+    return fd;
+}
+
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+    if (!is_adopted(epfd) || fd < 0)
+        return (int)syscall(SYS_epoll_ctl, epfd, op, fd, event);
+    entry_t *e = entry_of(fd);
+    if (e->epfd != epfd)
+        *e = (entry_t){.epfd = epfd};
+    switch (op) {
+    case EPOLL_CTL_ADD:
+    case EPOLL_CTL_MOD:
+        if ((op == EPOLL_CTL_ADD) != (e->wanted == 0)) {
+            errno = op == EPOLL_CTL_ADD ? EEXIST : ENOENT; /* what the kernel would say to h2o */
+            return -1;
+        }
+        e->wanted = event->events;
+        e->data = event->data.u64;
+        break;
+    case EPOLL_CTL_DEL:
+        if (e->wanted == 0) {
+            errno = ENOENT;
+            return -1;
+        }
+        e->wanted = 0;
+        break;
+    default:
+        return (int)syscall(SYS_epoll_ctl, epfd, op, fd, event);
+    }
+    if (settle(epfd, fd, e, 1) != 0) {
+        int err = errno;
+        e->wanted = 0, e->kernel = 0, e->epfd = 0; /* as the kernel has it now: the call failed */
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+{
+    int n = (int)syscall(SYS_epoll_pwait, epfd, events, maxevents, timeout, NULL, (size_t)8);
+    if (n <= 0 || !is_adopted(epfd))
+        return n;
+    int out = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t data = events[i].data.u64;
+        if ((data & TAG) == 0 || (data & ~TAG) >= lz.n) { /* not registered through this file */
+            events[out++] = events[i];
+            continue;
+        }
+        int fd = (int)(data & ~TAG);
+        entry_t *e = &lz.entries[fd];
+        uint32_t got = events[i].events, give = e->wanted != 0 ? got & (e->wanted | EPOLLERR | EPOLLHUP) : 0;
+        if (got & ~give)
+            settle(epfd, fd, e, 0); /* a readiness h2o does not want now: the kernel stops reporting it */
+        if (give != 0) {
+            events[out].events = give;
+            events[out].data.u64 = e->data;
+            out++;
+        }
+    }
+    return out;
+}
+
+void preon_lazyep_adopt(void)
+{
+    if (last_created > 0 && last_created < MAX_SETS)
+        adopted[last_created] = 1;
+    last_created = -1;
+}
+
+void preon_lazyep_closing(int fd)
+{
+    if (fd < 0)
+        return;
+    if (fd < MAX_SETS && adopted[fd]) {
+        adopted[fd] = 0;
+        return;
+    }
+    if ((size_t)fd >= lz.n || lz.entries[fd].epfd == 0)
+        return;
+    entry_t *e = &lz.entries[fd];
+    if (e->kernel != 0 && is_adopted(e->epfd))
+        sys_ctl(e->epfd, EPOLL_CTL_DEL, fd, 0);
+    memset(e, 0, sizeof(*e));
+}
+
+void preon_lazyep_thread_end(void)
+{
+    free(lz.entries);
+    memset(&lz, 0, sizeof(lz));
+}
