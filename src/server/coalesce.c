@@ -57,12 +57,17 @@ static __thread struct {
     h2o_timeout_entry_t linger_entry;
 } co;
 
-static slot_t *slot_of(int fd)
+static slot_t *grow(int fd)
 {
     void *items = co.slots;
     slot_t *s = preon_table_at(&items, &co.nslots, sizeof(*co.slots), 1024, (size_t)fd);
     co.slots = items;
     return s;
+}
+
+static inline slot_t *slot_of(int fd)
+{
+    return (size_t)fd < co.nslots ? &co.slots[fd] : grow(fd);
 }
 
 static void forget(slot_t *s)

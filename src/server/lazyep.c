@@ -54,12 +54,12 @@ static int sys_ctl(int epfd, int op, int fd, uint32_t events)
     return rv;
 }
 
-static int is_adopted(int epfd)
+static inline int is_adopted(int epfd)
 {
     return epfd > 0 && epfd < MAX_SETS && adopted[epfd];
 }
 
-static entry_t *entry_of(int fd)
+static entry_t *grow(int fd)
 {
     void *items = lz.entries;
     entry_t *e = preon_table_at(&items, &lz.n, sizeof(*lz.entries), 1024, (size_t)fd);
@@ -67,13 +67,9 @@ static entry_t *entry_of(int fd)
     return e;
 }
 
-/* Makes the kernel's registration of `fd` what it must be for `e->wanted`, keeping read interest the kernel still has
- * when `keep_read`. */
-static int settle(int epfd, int fd, entry_t *e, int keep_read)
+/* Brings the kernel's registration of `fd` to `target`. */
+static int move_to(int epfd, int fd, entry_t *e, uint32_t target)
 {
-    uint32_t target = e->wanted | (keep_read ? e->kernel & EPOLLIN : 0);
-    if (target == e->kernel)
-        return 0;
     int op = target == 0 ? EPOLL_CTL_DEL : e->kernel != 0 ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     int rv = sys_ctl(epfd, op, fd, target);
     if (rv != 0 && op == EPOLL_CTL_MOD && errno == ENOENT) /* closed behind this file's back, and reused */
@@ -96,32 +92,24 @@ int epoll_create(int size)
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
-    if (!is_adopted(epfd) || fd < 0)
+    if (!is_adopted(epfd) || fd < 0 || (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL))
         return (int)syscall(SYS_epoll_ctl, epfd, op, fd, event);
-    entry_t *e = entry_of(fd);
+    entry_t *e = (size_t)fd < lz.n ? &lz.entries[fd] : grow(fd);
     if (e->epfd != epfd)
         *e = (entry_t){.epfd = epfd};
-    switch (op) {
-    case EPOLL_CTL_ADD:
-    case EPOLL_CTL_MOD:
-        if ((op == EPOLL_CTL_ADD) != (e->wanted == 0)) {
-            errno = op == EPOLL_CTL_ADD ? EEXIST : ENOENT; /* what the kernel would say to h2o */
-            return -1;
-        }
+    if ((op == EPOLL_CTL_ADD) != (e->wanted == 0)) {
+        errno = op == EPOLL_CTL_ADD ? EEXIST : ENOENT; /* what the kernel would say to h2o */
+        return -1;
+    }
+    if (op == EPOLL_CTL_DEL) {
+        e->wanted = 0;
+    } else {
         e->wanted = event->events;
         e->data = event->data.u64;
-        break;
-    case EPOLL_CTL_DEL:
-        if (e->wanted == 0) {
-            errno = ENOENT;
-            return -1;
-        }
-        e->wanted = 0;
-        break;
-    default:
-        return (int)syscall(SYS_epoll_ctl, epfd, op, fd, event);
     }
-    if (settle(epfd, fd, e, 1) != 0) {
+    /* read interest the kernel has stays until a readiness h2o does not want comes (epoll_wait) */
+    uint32_t target = e->wanted | (e->kernel & EPOLLIN);
+    if (target != e->kernel && move_to(epfd, fd, e, target) != 0) {
         int err = errno;
         e->wanted = 0, e->kernel = 0, e->epfd = 0; /* as the kernel has it now: the call failed */
         errno = err;
@@ -146,7 +134,7 @@ int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
         entry_t *e = &lz.entries[fd];
         uint32_t got = events[i].events, give = e->wanted != 0 ? got & (e->wanted | EPOLLERR | EPOLLHUP) : 0;
         if (got & ~give)
-            settle(epfd, fd, e, 0); /* a readiness h2o does not want now: the kernel stops reporting it */
+            move_to(epfd, fd, e, e->wanted); /* a readiness h2o does not want now: the kernel stops reporting it */
         if (give != 0) {
             events[out].events = give;
             events[out].data.u64 = e->data;

@@ -122,8 +122,12 @@ class AbandonedQueriesTest(unittest.TestCase):
 
     def test_abandoned_backends_end(self):
         checked = self.waiting_backends(1000)
-        # the connection in use, plus those given up within about the last second
-        self.assertLessEqual(max(checked), 5, checked)
+        # the connection in use, plus those given up within about the last one to two seconds (each waits for its
+        # next check, every second, and then exits): a plateau of 3-5 on the machine this was written on, 5-6 on a
+        # slower one (2026-12-02); without the check the count grows by one or two every sample (18-20 after 4 s)
+        self.assertLessEqual(max(checked), 7, checked)
+        if len(checked) >= 6:  # (under valgrind the samples are fewer)
+            self.assertLessEqual(max(checked[-3:]), max(checked[:-3]) + 1, "still growing: %s" % checked)
         unchecked = None
         if not WRAPPER:  # the hazard itself, to show this test can fail (valgrind's pace makes it a slow one)
             unchecked = self.waiting_backends(0)
