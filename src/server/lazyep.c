@@ -38,7 +38,10 @@ typedef struct {
     uint64_t data;   /* h2o's data for the descriptor */
 } entry_t;
 
-static unsigned char adopted[MAX_SETS]; /* written before a set's loop thread starts, read by it */
+/* 1: adopted, written before a set's loop thread starts and read by it; 2: an adopted set that closed. Its number is
+ * never adopted again: the loop threads' tables may still hold entries under it. (preon's loops live as long as the
+ * process, so this is for correctness, not for use.) */
+static unsigned char adopted[MAX_SETS];
 static __thread int last_created = -1;
 static __thread struct {
     entry_t *entries; /* by descriptor; the loop thread's own */
@@ -56,7 +59,7 @@ static int sys_ctl(int epfd, int op, int fd, uint32_t events)
 
 static inline int is_adopted(int epfd)
 {
-    return epfd > 0 && epfd < MAX_SETS && adopted[epfd];
+    return epfd > 0 && epfd < MAX_SETS && adopted[epfd] == 1;
 }
 
 static entry_t *grow(int fd)
@@ -146,7 +149,7 @@ int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 
 void preon_lazyep_adopt(void)
 {
-    if (last_created > 0 && last_created < MAX_SETS)
+    if (last_created > 0 && last_created < MAX_SETS && adopted[last_created] == 0)
         adopted[last_created] = 1;
     last_created = -1;
 }
@@ -155,8 +158,8 @@ void preon_lazyep_closing(int fd)
 {
     if (fd < 0)
         return;
-    if (fd < MAX_SETS && adopted[fd]) {
-        adopted[fd] = 0;
+    if (fd < MAX_SETS && adopted[fd] == 1) {
+        adopted[fd] = 2;
         return;
     }
     if ((size_t)fd >= lz.n || lz.entries[fd].epfd == 0)
