@@ -8,6 +8,9 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
     requests after a warm-up, one server thread; the difference over N2 − N1), with the self cost by object
     (h2o, libpq, jansson, libc, libssl, preon) and the top functions by inclusive cost (bench/measure/callgrind.py);
   - system calls per request by kind, the server's and its PostgreSQL backends' (strace -c -f);
+  - where the server's CPU spends its time per request, with the roles pinned (perf record on the target's CPU
+    while wrk runs: the server's code, the kernel on its behalf, PostgreSQL's code and kernel, the rest), which
+    bounds what the server's own code could ever gain (bench/measure/cpuprofile.py);
   - throughput with the roles pinned (bench/throughput.py --partition auto: wrk on one CPU, the server and its
     PostgreSQL on the other), preon as shipped and with 2 and 4 connections per thread, TFB h2o at -m1/-m2/-m4.
 
@@ -29,12 +32,15 @@ import tempfile
 import time
 
 from measure import (HERE, REPO, build_preon, free_port, log, preon_env, private_postgres_dir, results_header, save)
-from measure import callgrind, cost_report, fixed_count, syscalls
+from measure import callgrind, cost_report, cpuprofile, fixed_count, syscalls, wrk
+from measure.cpus import Partition
 from measure.cost_report import TESTS, Count, CostResults, ServerRun, Syscalls
 from measure.services import Target
+from measure.throughput_report import TESTS as THROUGHPUT_TESTS  # the connections per test type
 
 PG_CONF = "synchronous_commit = off"  # as TechEmpower's, and as bench/throughput.py's
 TFB_DEFAULT = os.environ.get("TFB_H2O_DIR") or "/tmp/anchors/tfb-h2o"
+PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
 # requests per counted run (N1, N2) and per strace run, by test: a request of /queries=20 costs 20 queries
 FULL = {"n": {"plaintext": (2000, 10000), "pipelined": (2000, 10000), "json": (2000, 10000), "db": (1000, 5000),
               "fortunes": (1000, 5000), "queries": (200, 1000), "updates": (200, 1000)},
@@ -130,6 +136,51 @@ def strace_run(name, make, pgdir, pgport, p, key, path, depth, work):
         t.stop()
 
 
+def profile(args, tests, servers, binary):
+    """Where the target CPU's time goes per request (bench/measure/cpuprofile.py), preon as shipped and TFB h2o at
+    TechEmpower's flags, one server thread each, the roles pinned as for the throughput, one warmed-up wrk run per
+    test and server; {"status": why} when it cannot run here."""
+    why = cpuprofile.unavailable()
+    part = Partition.parse(args.partition)
+    if why or not part.enabled:
+        return {"status": why or "needs a CPU partition (--partition)"}
+    conns = {t["key"]: t["conns"] for t in THROUGHPUT_TESTS}
+    makes = {"preon": lambda pg, port: preon_server(binary, pg, port)}
+    if servers["tfb-h2o"].status == "ok":
+        makes["tfb-h2o"] = lambda pg, port: tfb_server(args.tfb_h2o_throughput or args.tfb_h2o, args.tfb_variant, pg, port)
+    res = {"status": "ok", "freq": cpuprofile.FREQ, "duration": args.profile_duration, "servers": {}, "errors": {}}
+    with part, private_postgres_dir(PG_CONF) as (pgdir, pgport), tempfile.TemporaryDirectory(prefix="preon-prof-") as work:
+        part.place_postgres(pgdir)
+        res["partition"] = part.record()
+        postmaster = int(open(os.path.join(pgdir, "data", "postmaster.pid")).readline())
+        for name, make in makes.items():
+            port = free_port()
+            argv, env, _ = make(pgport, port)
+            t = Target(name, part.wrap("target", argv), env, port, db_path="/plaintext", hello_path="/plaintext")
+            t.start(timeout=60)
+            try:
+                for key, _, path, depth in tests:
+                    script = (PIPELINE_LUA, [str(depth)]) if depth > 1 else (None, [])
+                    run = lambda secs: wrk(t.url + path, conns[key], secs, script=script[0], script_args=script[1])
+                    try:
+                        if not args.quick:
+                            run(1)
+                        got = cpuprofile.profile(part.target, t.proc.pid, postmaster,
+                                                 lambda: run(args.profile_duration), work)
+                        res["servers"].setdefault(name, {})[key] = got
+                        us = got["us_per_request"]
+                        log("%-8s %-9s %6.0f req/s, µs per request: server %.1f + %.1f kernel, PostgreSQL %.1f + %.1f "
+                            "kernel, other %.1f" % (name, key, got["rps"] or 0, us["server_user"] or 0,
+                                                    us["server_kernel"] or 0, us["postgres_user"] or 0,
+                                                    us["postgres_kernel"] or 0, us["other"] or 0))
+                    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                        res["errors"]["%s %s" % (name, key)] = str(e)
+                        log("profile %s %s failed: %s" % (name, key, e))
+            finally:
+                t.stop()
+    return res
+
+
 def throughput(args, out):
     """bench/throughput.py with the roles pinned; returns its medians per round, or None when it failed."""
     tp_out = os.path.join(out, "throughput")
@@ -161,6 +212,9 @@ def main():
     ap.add_argument("--tests", default=",".join(t[0] for t in TESTS), help="subset of the test types")
     ap.add_argument("--quick", action="store_true", help="a handful of requests per run: a smoke test")
     ap.add_argument("--no-throughput", action="store_true", help="counts only")
+    ap.add_argument("--no-profile", action="store_true", help="no CPU profile (perf) of the pinned servers")
+    ap.add_argument("--profile-duration", type=int, default=None,
+                    help="seconds per profiled wrk run (default 4; 1 with --quick)")
     ap.add_argument("--duration", type=int, default=4, help="seconds per pinned wrk run (default 4)")
     ap.add_argument("--rounds", type=int, default=3, help="pinned throughput rounds (default 3)")
     ap.add_argument("--partition", default="auto", help="the pinned run's CPU partition (default auto)")
@@ -172,6 +226,8 @@ def main():
         ap.error("unknown tests: %s" % ",".join(sorted(bad)))
     tests = [t for t in TESTS if t[0] in wanted]
     p = QUICK if args.quick else FULL
+    if args.profile_duration is None:
+        args.profile_duration = 1 if args.quick else 4
     out = args.out or os.path.join(HERE, "results", "cost-" + time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out, exist_ok=True)
     binary = build_preon()
@@ -194,9 +250,10 @@ def main():
                     servers["tfb-h2o"].build = f.read().strip()
         else:
             servers["tfb-h2o"] = ServerRun(status=status, argv=[], build="", counts={}, syscalls={}, errors={})
+    prof = {"status": "not run (--no-profile)"} if args.no_profile else profile(args, tests, servers, binary)
     tp = None if args.no_throughput else throughput(args, out)
     header["loadavg_end"] = list(os.getloadavg())
-    res = CostResults(header=header, settings=settings, servers=servers, throughput=tp)
+    res = CostResults(header=header, settings=settings, servers=servers, throughput=tp, cpu_profile=prof)
     save(res.to_json(), cost_report.render(res), out)
 
 

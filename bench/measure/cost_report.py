@@ -59,6 +59,8 @@ class CostResults:
     settings: dict
     servers: dict  # name → ServerRun
     throughput: Optional[dict]  # throughput.py's medians with the partition, or None when not run
+    cpu_profile: Optional[dict] = None  # bench/measure/cpuprofile.py's parts per server and test; None in records
+    # made before it existed (2026-12-02 15:00 UTC), {"status": why} where it could not run
 
     def to_json(self):
         return dataclasses.asdict(self)
@@ -81,7 +83,7 @@ def load(path):
                                   syscalls={t: record.of(Syscalls, c, where, at + ("syscalls", t))
                                             for t, c in need(s, "syscalls", prefix=at).items()})
     return CostResults(header=need(d, "header"), settings=need(d, "settings"), servers=servers,
-                       throughput=need(d, "throughput"))
+                       throughput=need(d, "throughput"), cpu_profile=d.get("cpu_profile"))
 
 
 def _cell(run, test, get, f):
@@ -158,6 +160,8 @@ def render(res):
     lines += md_table(["test", "preon", "TFB h2o", "preon / TFB h2o", "preon's PostgreSQL", "TFB h2o's PostgreSQL"],
                       rows, ["l", "r", "r", "r", "r", "r"]).splitlines()
     lines += throughput_section(res.throughput)
+    if res.cpu_profile is not None:  # records made before the profile existed render as they did
+        lines += profile_section(res.cpu_profile)
     lines += ["", "## Where the instructions go, per test", "",
               "Self cost per request by object (the groups add up to the total; in TFB h2o's binary, which links h2o "
               "statically, h2o's functions by name), then each server's top functions by inclusive cost per request.",
@@ -224,4 +228,55 @@ def throughput_section(tp):
                      ratio(shipped, sp[best]) if best else "-"])
     out += md_table(["test", "preon as shipped"] + ["preon cpt=%s" % m[-1] for m in cpts] +
                     ["TFB h2o at its best", "shipped / TFB best"], rows, ["l"] + ["r"] * (len(cpts) + 3)).splitlines()
+    return out + [""]
+
+
+PROFILE_PARTS = [("server_user", "server's code"), ("server_kernel", "kernel, server"),
+                 ("postgres_user", "PostgreSQL's code"), ("postgres_kernel", "kernel, PostgreSQL"), ("other", "other")]
+
+
+def profile_section(prof):
+    """Per test: each server's CPU microseconds per request on the target's CPU, part by part
+    (bench/measure/cpuprofile.py), the totals' ratio, and the share of the CPU the server's own code takes."""
+    out = ["", "## Where the server's CPU goes, per request (perf, roles pinned)", ""]
+    if prof.get("status") != "ok":
+        return out + ["Not measured: %s." % prof.get("status"), ""]
+    out += ["`perf record -F %d -C <target>` (cpu-clock samples, kernel included) during one %d s wrk run per test "
+            "and server after a 1 s warm-up, CPU partition: %s. One server thread each: preon as shipped, TFB h2o at "
+            "TechEmpower's flags (-a20 -m1). Each cell: CPU µs per answered request — the server's own code + the "
+            "kernel while the server runs (its system calls and the loopback TCP work they carry) | PostgreSQL's "
+            "code + the kernel while it runs | anything else. Then the totals' ratio, each server's own code's share "
+            "of the total, and a ceiling: TFB h2o's total over preon's without preon's code, the most preon's req/s "
+            "could be over TFB h2o's if its code cost nothing, the kernel's and PostgreSQL's parts as measured." % (
+                prof["freq"], prof["duration"], prof.get("partition", {}).get("sentence")), ""]
+    names = [n for n in SERVERS if n in prof["servers"]]
+    rows = []
+    for k, label, _, _ in TESTS:
+        got = {n: prof["servers"][n].get(k) for n in names}
+        if not any(got.values()):
+            continue
+        total = {n: sum(v or 0 for p, v in g["us_per_request"].items() if p != "idle") if g else None
+                 for n, g in got.items()}
+        cells = []
+        for n in names:
+            g = got[n]
+            if not g or not g["requests"]:
+                cells.append("-")
+                continue
+            u = g["us_per_request"]
+            cells.append("%.1f + %.1f | %.1f + %.1f | %.1f = **%.1f** (%.0f/s, CPU %.0f%% busy)" % (
+                u["server_user"], u["server_kernel"], u["postgres_user"], u["postgres_kernel"], u["other"], total[n],
+                g["rps"] or 0, 100 * g["busy"]))
+        a, b = total.get("preon"), total.get("tfb-h2o")
+        own = ["%s %.0f%%" % (NAMES[n], 100 * got[n]["us_per_request"]["server_user"] / total[n])
+               for n in names if got[n] and total[n]]
+        free = a - got["preon"]["us_per_request"]["server_user"] if a else None
+        rows.append([label] + cells + ["%.2f×" % (a / b) if a and b else "-", ", ".join(own),
+                                       "%.2f×" % (b / free) if b and free else "-"])
+    out += md_table(["test"] + ["%s: server | PostgreSQL | other = total µs" % NAMES[n] for n in names] +
+                    ["preon / TFB h2o, total µs (below 1: preon cheaper)", "server code's share",
+                     "preon's req/s over TFB h2o's if preon's code cost nothing"], rows,
+                    ["l"] + ["r"] * (len(names) + 3)).splitlines()
+    for what, why in sorted(prof.get("errors", {}).items()):
+        out.append("- %s failed: %s" % (what, why))
     return out + [""]

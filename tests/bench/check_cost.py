@@ -2,11 +2,14 @@
 """Checks a bench/cost.py output folder run with `--quick --no-throughput` and no TFB h2o build: results.json
 reads back through the loader (bench/measure/cost_report.py), preon has an instruction count and syscall counts for
 every test type, every counted request was answered 200, the groups by object add up to the total, TFB h2o's
-column says why it is absent; report.md has both tables. Asserts no speed. Usage: check_cost.py DIR"""
+column says why it is absent; where perf can sample this machine's CPUs and it has two, preon's CPU profile has
+every test type, with time in its code and in the kernel (and in PostgreSQL on the database tests), else the report
+says why not; report.md has every table. Asserts no speed. Usage: check_cost.py DIR"""
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from measure import cpuprofile  # noqa: E402
 from measure.cost_report import LABEL, TESTS, load  # noqa: E402
 
 out = sys.argv[1]
@@ -41,6 +44,24 @@ if not tfb.status.startswith("not built") or "Not measured: not built" not in re
 for title in ("## User-space instructions per request", "## System calls per request", "## Where the instructions go"):
     if title not in report:
         problems.append("report.md lacks %r" % title)
+prof = res.cpu_profile or {}
+title = "## Where the server's CPU goes, per request (perf, roles pinned)"
+if title not in report:
+    problems.append("report.md lacks %r" % title)
+if cpuprofile.unavailable() is None and len(os.sched_getaffinity(0)) >= 2:
+    if prof.get("status") != "ok" or prof.get("errors"):
+        problems.append("CPU profile: status %r, errors %r" % (prof.get("status"), prof.get("errors")))
+    for key, _, _, _ in TESTS:
+        g = prof.get("servers", {}).get("preon", {}).get(key)
+        us = g["us_per_request"] if g else {}
+        if not g or not g["requests"] > 0 or not us["server_user"] > 0 or not us["server_kernel"] > 0:
+            problems.append("%s: no CPU profile for preon, or no time in its code or the kernel: %r" % (key, g))
+        elif key in ("db", "fortunes", "queries", "updates") and not us["postgres_user"] > 0:
+            problems.append("%s: the CPU profile has no time in PostgreSQL: %r" % (key, us))
+        elif ("| %s | " % LABEL[key]) not in report.split(title)[1]:
+            problems.append("report.md: no CPU profile row for %s" % LABEL[key])
+elif not prof.get("status") or prof.get("status") == "ok" or "Not measured: " not in report.split(title)[-1]:
+    problems.append("CPU profile: perf cannot sample here, yet the record says %r" % prof.get("status"))
 if problems:
     print("\n".join(problems))
     sys.exit(1)

@@ -10,7 +10,7 @@ import subprocess  # noqa: E402
 from measure.container import parse_limits  # noqa: E402
 from measure import md_table, metric_table, parse_ab, parse_pgbench, parse_wrk  # noqa: E402
 from run import parse_target, render  # noqa: E402
-from measure import throughput_report  # noqa: E402
+from measure import cpuprofile, throughput_report  # noqa: E402
 
 BENCH = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 
@@ -234,6 +234,36 @@ class ThroughputReportTest(unittest.TestCase):
         results["status"]["tfb-h2o"] = "not built"
         del plain["plaintext"]["tfb-h2o"]
         self.assertIn("| /plaintext (c50) | 126.0k | not built | – |", throughput_report.render(results))
+
+
+class CpuProfileTest(unittest.TestCase):
+    # perf script -F pid,ip -G: the server 4100 (and a thread's sample under its pid), PostgreSQL 200 and 201,
+    # the idle task, a kworker; kernel addresses from 0xffff800000000000 on
+    PERF_SCRIPT = """ 4100  ffffffff815fc5ad
+ 4100  7f1c2a3b4c5d
+ 4100  55d0c0ffee00
+   201  ffffffff81bb1bf2
+   200  5610aa000123
+     0  ffffffff8226fbb9
+    57  ffffffff81e83068
+garbage line
+"""
+
+    def test_samples_go_to_whose_they_are(self):
+        got = cpuprofile.classify(self.PERF_SCRIPT, {4100}, {200, 201})
+        self.assertEqual(got, {"server_user": 2, "server_kernel": 1, "postgres_user": 1, "postgres_kernel": 1,
+                               "other": 1, "idle": 1})
+
+    def test_family_holds_the_process_and_its_children(self):
+        child = subprocess.Popen(["sleep", "30"])
+        try:
+            fam = cpuprofile.family(os.getpid())
+            self.assertIn(os.getpid(), fam)
+            self.assertIn(child.pid, fam)
+            self.assertNotIn(1, fam)
+        finally:
+            child.kill()
+            child.wait()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: MIT
+"""Where the server's CPUs spend their time under load (issue 29). `perf record` samples every CPU of the target's
+set on a clock (cpu-clock, FREQ per second: these machines have no hardware counters), kernel included, while wrk
+runs from the load set. Each sample goes to whose it is: the server's code (user space), the kernel while the
+server runs (its system calls and the loopback TCP work they carry, the client's receive side included), PostgreSQL's
+code, the kernel while PostgreSQL runs, anyone else, or idle. The samples become CPU microseconds per answered
+request, so that two servers can be compared part by part, and it shows what share of the CPU a server's own code
+could ever give back."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+FREQ = 999
+KERNEL_START = 0xFFFF800000000000  # x86-64: addresses at or above it are the kernel's
+PARTS = ("server_user", "server_kernel", "postgres_user", "postgres_kernel", "other", "idle")
+
+
+def unavailable():
+    """None when perf can sample CPUs here, else why it cannot (a sentence for the report)."""
+    if not shutil.which("perf"):
+        return "perf is not installed (Debian: linux-perf)"
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            r = subprocess.run(["perf", "record", "-q", "-F", "99", "-a", "-o", os.path.join(d, "probe"), "--",
+                                "true"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            return "perf record failed: %s" % e
+        if r.returncode != 0:
+            lines = r.stderr.strip().splitlines()
+            return "perf record failed: %s" % (lines[-1] if lines else "exit status %d" % r.returncode)
+    return None
+
+
+def family(pid):
+    """`pid` and every process descended from it (the server's wrapper and what it execs; the postmaster and its
+    backends)."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                parent[int(entry)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                pass  # gone meanwhile
+    found, grew = {pid}, True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in found} - found
+        grew = bool(more)
+        found |= more
+    return found
+
+
+def classify(script_out, server, postgres):
+    """`perf script -F pid,ip` lines → samples per part."""
+    counts = dict.fromkeys(PARTS, 0)
+    for line in script_out.splitlines():
+        fields = line.split()
+        if len(fields) < 2 or not fields[0].isdigit():
+            continue
+        pid = int(fields[0])
+        try:
+            kernel = int(fields[1], 16) >= KERNEL_START
+        except ValueError:
+            continue
+        if pid == 0:
+            counts["idle"] += 1
+        elif pid in server:
+            counts["server_kernel" if kernel else "server_user"] += 1
+        elif pid in postgres:
+            counts["postgres_kernel" if kernel else "postgres_user"] += 1
+        else:
+            counts["other"] += 1
+    return counts
+
+
+def profile(cpus, server_pid, postmaster_pid, load, workdir):
+    """Samples `cpus` while load() runs (its result must carry "requests", the answers it counted); returns
+    {"requests", "rps", "seconds", "busy", "samples": {part: n}, "us_per_request": {part: µs}}; busy is the share
+    of the CPUs' time sampled over the load's seconds (a CPU that idles is not sampled: about 1.0 means the set was
+    the bottleneck). The sampling starts half a second before the load and stops after it: what ran on the set then
+    counts too (as other, mostly), not against the servers' parts."""
+    data = os.path.join(workdir, "perf-%d.data" % time.monotonic_ns())
+    perf = subprocess.Popen(["perf", "record", "-q", "-F", str(FREQ), "-C", ",".join(map(str, cpus)), "-o", data],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        res = load()
+        seconds = time.monotonic() - t0
+        server, postgres = family(server_pid), family(postmaster_pid)
+    finally:
+        perf.send_signal(signal.SIGINT)
+        _, err = perf.communicate(timeout=120)
+    if perf.returncode not in (0, -signal.SIGINT):
+        raise RuntimeError("perf record: exit status %d: %s" % (perf.returncode, err.strip()[-300:]))
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "pid,ip", "-G"], capture_output=True, text=True,
+                         timeout=300)
+    os.unlink(data)
+    if out.returncode != 0:
+        raise RuntimeError("perf script: %s" % out.stderr.strip()[-300:])
+    samples = classify(out.stdout, server, postgres)
+    n = res.get("requests") or 0
+    per = {k: (v * 1e6 / FREQ / n if n else None) for k, v in samples.items()}
+    busy = sum(v for k, v in samples.items() if k != "idle") / FREQ / seconds / len(cpus)
+    return {"requests": n, "rps": res.get("ok_rps"), "seconds": seconds, "busy": busy, "samples": samples,
+            "us_per_request": per}
