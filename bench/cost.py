@@ -138,8 +138,9 @@ def strace_run(name, make, pgdir, pgport, p, key, path, depth, work):
 
 def profile(args, tests, servers, binary):
     """Where the target CPU's time goes per request (bench/measure/cpuprofile.py), preon as shipped and TFB h2o at
-    TechEmpower's flags, one server thread each, the roles pinned as for the throughput, one warmed-up wrk run per
-    test and server; {"status": why} when it cannot run here."""
+    TechEmpower's flags, one server thread each, the roles pinned as for the throughput: per round, one wrk run per
+    test and server (the servers' order rotated), each after a 1 s warm-up; {"status": why} when it cannot run
+    here."""
     why = cpuprofile.unavailable()
     part = Partition.parse(args.partition)
     if why or not part.enabled:
@@ -147,38 +148,55 @@ def profile(args, tests, servers, binary):
     conns = {t["key"]: t["conns"] for t in THROUGHPUT_TESTS}
     makes = {"preon": lambda pg, port: preon_server(binary, pg, port)}
     if servers["tfb-h2o"].status == "ok":
-        makes["tfb-h2o"] = lambda pg, port: tfb_server(args.tfb_h2o_throughput or args.tfb_h2o, args.tfb_variant, pg, port)
-    res = {"status": "ok", "freq": cpuprofile.FREQ, "duration": args.profile_duration, "servers": {}, "errors": {}}
-    with part, private_postgres_dir(PG_CONF) as (pgdir, pgport), tempfile.TemporaryDirectory(prefix="preon-prof-") as work:
+        makes["tfb-h2o"] = lambda pg, port: tfb_server(args.tfb_h2o_throughput or args.tfb_h2o, args.tfb_variant, pg,
+                                                       port)
+    rounds = 1 if args.quick else args.rounds
+    res = {"status": "ok", "freq": cpuprofile.FREQ, "duration": args.profile_duration, "rounds": rounds,
+           "servers": {n: {} for n in makes}, "errors": {}}
+    with part, private_postgres_dir(PG_CONF) as (pgdir, pgport), \
+            tempfile.TemporaryDirectory(prefix="preon-prof-") as work:
         part.place_postgres(pgdir)
         res["partition"] = part.record()
         postmaster = int(open(os.path.join(pgdir, "data", "postmaster.pid")).readline())
-        for name, make in makes.items():
-            port = free_port()
-            argv, env, _ = make(pgport, port)
-            t = Target(name, part.wrap("target", argv), env, port, db_path="/plaintext", hello_path="/plaintext")
-            t.start(timeout=60)
-            try:
+        targets = {}
+        try:
+            for name, make in makes.items():  # both started at once: the one not loaded waits in epoll_wait
+                port = free_port()
+                argv, env, _ = make(pgport, port)
+                targets[name] = Target(name, part.wrap("target", argv), env, port, db_path="/plaintext",
+                                       hello_path="/plaintext")
+                targets[name].start(timeout=60)
+            names = list(targets)
+            for r in range(rounds):
+                order = names[r % len(names):] + names[:r % len(names)]
                 for key, _, path, depth in tests:
-                    script = (PIPELINE_LUA, [str(depth)]) if depth > 1 else (None, [])
-                    run = lambda secs: wrk(t.url + path, conns[key], secs, script=script[0], script_args=script[1])
-                    try:
-                        if not args.quick:
-                            run(1)
-                        got = cpuprofile.profile(part.target, t.proc.pid, postmaster,
-                                                 lambda: run(args.profile_duration), work)
-                        res["servers"].setdefault(name, {})[key] = got
-                        us = got["us_per_request"]
-                        log("%-8s %-9s %6.0f req/s, µs per request: server %.1f + %.1f kernel, PostgreSQL %.1f + %.1f "
-                            "kernel, other %.1f" % (name, key, got["rps"] or 0, us["server_user"] or 0,
-                                                    us["server_kernel"] or 0, us["postgres_user"] or 0,
-                                                    us["postgres_kernel"] or 0, us["other"] or 0))
-                    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-                        res["errors"]["%s %s" % (name, key)] = str(e)
-                        log("profile %s %s failed: %s" % (name, key, e))
-            finally:
+                    for name in order:
+                        profile_one(args, res, targets[name], key, path, depth, conns[key], part, postmaster, work)
+        finally:
+            for t in targets.values():
                 t.stop()
     return res
+
+
+def profile_one(args, res, t, key, path, depth, conns, part, postmaster, work):
+    """One profiled wrk run of one test against one server, appended to its rounds; a failure is recorded."""
+    script, script_args = (PIPELINE_LUA, [str(depth)]) if depth > 1 else (None, [])
+
+    def run(secs):
+        return wrk(t.url + path, conns, secs, script=script, script_args=script_args)
+    try:
+        if not args.quick:
+            run(1)
+        got = cpuprofile.profile(part.target, t.proc.pid, postmaster, lambda: run(args.profile_duration), work)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        res["errors"]["%s %s" % (t.name, key)] = str(e)
+        log("profile %s %s failed: %s" % (t.name, key, e))
+        return
+    res["servers"][t.name].setdefault(key, []).append(got)
+    us = {k: v or 0 for k, v in got["us_per_request"].items()}
+    log("%-8s %-9s %6.0f req/s, µs per request: server %.1f + %.1f kernel, PostgreSQL %.1f + %.1f kernel, other "
+        "%.1f" % (t.name, key, got["rps"] or 0, us["server_user"], us["server_kernel"], us["postgres_user"],
+                  us["postgres_kernel"], us["other"]))
 
 
 def throughput(args, out):

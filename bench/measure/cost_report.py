@@ -2,6 +2,7 @@
 """bench/cost.py's record and report: the typed results (dataclasses) that one loader reads back and that fails
 loudly on a missing field, and the Markdown rendered from them alone."""
 import dataclasses
+import statistics
 from typing import Optional
 
 from . import record
@@ -236,42 +237,48 @@ PROFILE_PARTS = [("server_user", "server's code"), ("server_kernel", "kernel, se
 
 
 def profile_section(prof):
-    """Per test: each server's CPU microseconds per request on the target's CPU, part by part
-    (bench/measure/cpuprofile.py), the totals' ratio, and the share of the CPU the server's own code takes."""
+    """Per test: each server's CPU microseconds per request on the target's CPU, part by part, medians over the
+    rounds (bench/measure/cpuprofile.py), the totals' ratio, the share of the CPU the server's own code takes, and
+    the ceiling a server whose code cost nothing could reach."""
     out = ["", "## Where the server's CPU goes, per request (perf, roles pinned)", ""]
     if prof.get("status") != "ok":
         return out + ["Not measured: %s." % prof.get("status"), ""]
-    out += ["`perf record -F %d -C <target>` (cpu-clock samples, kernel included) during one %d s wrk run per test "
-            "and server after a 1 s warm-up, CPU partition: %s. One server thread each: preon as shipped, TFB h2o at "
-            "TechEmpower's flags (-a20 -m1). Each cell: CPU µs per answered request — the server's own code + the "
-            "kernel while the server runs (its system calls and the loopback TCP work they carry) | PostgreSQL's "
-            "code + the kernel while it runs | anything else. Then the totals' ratio, each server's own code's share "
+    out += ["`perf record -F %d -C <target>` (cpu-clock samples, kernel included) during one %d s wrk run per test, "
+            "server and round after a 1 s warm-up, %d rounds with the servers' order rotated, CPU partition: %s. One "
+            "server thread each: preon as shipped, TFB h2o at TechEmpower's flags (-a20 -m1). Each cell: CPU µs per "
+            "answered request, medians over the rounds — the server's own code + the kernel while the server runs "
+            "(its system calls and the loopback TCP work they carry) | PostgreSQL's code + the kernel while it runs "
+            "| anything else = the total, median (min–max). Then the totals' ratio, each server's own code's share "
             "of the total, and a ceiling: TFB h2o's total over preon's without preon's code, the most preon's req/s "
-            "could be over TFB h2o's if its code cost nothing, the kernel's and PostgreSQL's parts as measured." % (
-                prof["freq"], prof["duration"], prof.get("partition", {}).get("sentence")), ""]
+            "could be over TFB h2o's if its code cost nothing, the kernel's and PostgreSQL's parts as measured. "
+            "\"Stolen\": the most any round's CPU time went to the hypervisor's other guests (/proc/stat), which "
+            "these figures, on the guest's clock, count as the server's or PostgreSQL's own." % (
+                prof["freq"], prof["duration"], prof.get("rounds", 1), prof.get("partition", {}).get("sentence")), ""]
     names = [n for n in SERVERS if n in prof["servers"]]
     rows = []
     for k, label, _, _ in TESTS:
-        got = {n: prof["servers"][n].get(k) for n in names}
-        if not any(got.values()):
+        runs = {n: [g for g in prof["servers"][n].get(k, []) if g["requests"]] for n in names}
+        if not any(runs.values()):
             continue
-        total = {n: sum(v or 0 for p, v in g["us_per_request"].items() if p != "idle") if g else None
-                 for n, g in got.items()}
+        med = {n: {p: statistics.median(g["us_per_request"][p] for g in rs) for p, _ in PROFILE_PARTS}
+               for n, rs in runs.items() if rs}
+        total = {n: Spread([sum(v for p, v in g["us_per_request"].items() if p != "idle") for g in rs])
+                 for n, rs in runs.items() if rs}
         cells = []
         for n in names:
-            g = got[n]
-            if not g or not g["requests"]:
+            if n not in med:
                 cells.append("-")
                 continue
-            u = g["us_per_request"]
-            cells.append("%.1f + %.1f | %.1f + %.1f | %.1f = **%.1f** (%.0f/s, CPU %.0f%% busy)" % (
-                u["server_user"], u["server_kernel"], u["postgres_user"], u["postgres_kernel"], u["other"], total[n],
-                g["rps"] or 0, 100 * g["busy"]))
+            u = med[n]
+            cells.append("%.1f + %.1f | %.1f + %.1f | %.1f = **%s** (%s/s, CPU %.0f%% busy, %.0f%% stolen)" % (
+                u["server_user"], u["server_kernel"], u["postgres_user"], u["postgres_kernel"], u["other"],
+                fmt(total[n], "%.1f"), fmt(Spread([g["rps"] or 0 for g in runs[n]])),
+                100 * statistics.median(g["busy"] for g in runs[n]),
+                100 * max(g.get("stolen", 0) for g in runs[n])))
         a, b = total.get("preon"), total.get("tfb-h2o")
-        own = ["%s %.0f%%" % (NAMES[n], 100 * got[n]["us_per_request"]["server_user"] / total[n])
-               for n in names if got[n] and total[n]]
-        free = a - got["preon"]["us_per_request"]["server_user"] if a else None
-        rows.append([label] + cells + ["%.2f×" % (a / b) if a and b else "-", ", ".join(own),
+        own = ["%s %.0f%%" % (NAMES[n], 100 * med[n]["server_user"] / total[n]) for n in names if n in med]
+        free = a - med["preon"]["server_user"] if a else None
+        rows.append([label] + cells + [ratio(a, b) if a and b else "-", ", ".join(own),
                                        "%.2f×" % (b / free) if b and free else "-"])
     out += md_table(["test"] + ["%s: server | PostgreSQL | other = total µs" % NAMES[n] for n in names] +
                     ["preon / TFB h2o, total µs (below 1: preon cheaper)", "server code's share",

@@ -77,20 +77,34 @@ def classify(script_out, server, postgres):
     return counts
 
 
+def cpu_ticks(cpus):
+    """(steal, total) clock ticks of `cpus` so far, from /proc/stat."""
+    steal = total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *fields = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+                values = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+                steal += values[7]
+                total += sum(values)
+    return steal, total
+
+
 def profile(cpus, server_pid, postmaster_pid, load, workdir):
     """Samples `cpus` while load() runs (its result must carry "requests", the answers it counted); returns
-    {"requests", "rps", "seconds", "busy", "samples": {part: n}, "us_per_request": {part: µs}}; busy is the share
-    of the CPUs' time sampled over the load's seconds (a CPU that idles is not sampled: about 1.0 means the set was
-    the bottleneck). The sampling starts half a second before the load and stops after it: what ran on the set then
+    {"requests", "rps", "seconds", "busy", "stolen", "samples": {part: n}, "us_per_request": {part: µs}}; busy is
+    the share of the CPUs' time sampled over the load's seconds (a CPU that idles is not sampled: about 1.0 means the
+    set was the bottleneck), stolen the share of their time the hypervisor gave to other guests (/proc/stat's steal:
+    the guest's clock runs on meanwhile, so a stolen moment counts as the sample's owner's time). The sampling starts half a second before the load and stops after it: what ran on the set then
     counts too (as other, mostly), not against the servers' parts."""
     data = os.path.join(workdir, "perf-%d.data" % time.monotonic_ns())
     perf = subprocess.Popen(["perf", "record", "-q", "-F", str(FREQ), "-C", ",".join(map(str, cpus)), "-o", data],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(0.5)
-        t0 = time.monotonic()
+        t0, ticks0 = time.monotonic(), cpu_ticks(cpus)
         res = load()
-        seconds = time.monotonic() - t0
+        seconds, ticks1 = time.monotonic() - t0, cpu_ticks(cpus)
         server, postgres = family(server_pid), family(postmaster_pid)
     finally:
         perf.send_signal(signal.SIGINT)
@@ -106,5 +120,7 @@ def profile(cpus, server_pid, postmaster_pid, load, workdir):
     n = res.get("requests") or 0
     per = {k: (v * 1e6 / FREQ / n if n else None) for k, v in samples.items()}
     busy = sum(v for k, v in samples.items() if k != "idle") / FREQ / seconds / len(cpus)
-    return {"requests": n, "rps": res.get("ok_rps"), "seconds": seconds, "busy": busy, "samples": samples,
-            "us_per_request": per}
+    elapsed = ticks1[1] - ticks0[1]
+    stolen = (ticks1[0] - ticks0[0]) / elapsed if elapsed > 0 else 0.0
+    return {"requests": n, "rps": res.get("ok_rps"), "seconds": seconds, "busy": busy, "stolen": stolen,
+            "samples": samples, "us_per_request": per}

@@ -52,13 +52,14 @@ if cpuprofile.unavailable() is None and len(os.sched_getaffinity(0)) >= 2:
     if prof.get("status") != "ok" or prof.get("errors"):
         problems.append("CPU profile: status %r, errors %r" % (prof.get("status"), prof.get("errors")))
     for key, _, _, _ in TESTS:
-        g = prof.get("servers", {}).get("preon", {}).get(key)
-        us = g["us_per_request"] if g else {}
-        if not g or not g["requests"] > 0 or not us["server_user"] > 0 or not us["server_kernel"] > 0:
-            problems.append("%s: no CPU profile for preon, or no time in its code or the kernel: %r" % (key, g))
-        elif key in ("db", "fortunes", "queries", "updates") and not us["postgres_user"] > 0:
-            problems.append("%s: the CPU profile has no time in PostgreSQL: %r" % (key, us))
-        elif ("| %s | " % LABEL[key]) not in report.split(title)[1]:
+        runs = prof.get("servers", {}).get("preon", {}).get(key) or [None]
+        for g in runs:
+            us = g["us_per_request"] if g else {}
+            if not g or not g["requests"] > 0 or not us["server_user"] > 0 or not us["server_kernel"] > 0:
+                problems.append("%s: no CPU profile for preon, or no time in its code or the kernel: %r" % (key, g))
+            elif key in ("db", "fortunes", "queries", "updates") and not us["postgres_user"] > 0:
+                problems.append("%s: the CPU profile has no time in PostgreSQL: %r" % (key, us))
+        if ("| %s | " % LABEL[key]) not in report.split(title)[1]:
             problems.append("report.md: no CPU profile row for %s" % LABEL[key])
 elif not prof.get("status") or prof.get("status") == "ok" or "Not measured: " not in report.split(title)[-1]:
     problems.append("CPU profile: perf cannot sample here, yet the record says %r" % prof.get("status"))

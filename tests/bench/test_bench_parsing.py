@@ -10,7 +10,7 @@ import subprocess  # noqa: E402
 from measure.container import parse_limits  # noqa: E402
 from measure import md_table, metric_table, parse_ab, parse_pgbench, parse_wrk  # noqa: E402
 from run import parse_target, render  # noqa: E402
-from measure import cpuprofile, throughput_report  # noqa: E402
+from measure import cost_report, cpuprofile, throughput_report  # noqa: E402
 
 BENCH = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 
@@ -253,6 +253,28 @@ garbage line
         got = cpuprofile.classify(self.PERF_SCRIPT, {4100}, {200, 201})
         self.assertEqual(got, {"server_user": 2, "server_kernel": 1, "postgres_user": 1, "postgres_kernel": 1,
                                "other": 1, "idle": 1})
+
+    @staticmethod
+    def one_run(server_user, server_kernel, postgres, rps):
+        us = {"server_user": server_user, "server_kernel": server_kernel, "postgres_user": postgres,
+              "postgres_kernel": 0.0, "other": 0.0, "idle": 0.0}
+        return {"requests": 1000, "rps": rps, "seconds": 4.0, "busy": 0.99, "samples": {}, "us_per_request": us}
+
+    def test_report_medians_ratio_and_ceiling(self):
+        r = self.one_run
+        prof = {"status": "ok", "freq": 999, "duration": 4, "rounds": 3, "errors": {},
+                "partition": {"sentence": "load generator on CPU 0, target on CPU 1"},
+                "servers": {"preon": {"db": [r(2, 8, 10, 50e3), r(2, 8, 9, 51e3), r(3, 8, 10, 49e3)]},
+                            "tfb-h2o": {"db": [r(2, 9, 10, 48e3), r(2, 9, 10, 47e3), r(2, 9, 11, 48e3)]}}}
+        text = "\n".join(cost_report.profile_section(prof))
+        # preon: medians 2 + 8 | 10 + 0 | 0, totals 20, 19, 21; TFB h2o: totals 21, 21, 22 (ranges overlap)
+        self.assertIn("| /db | 2.0 + 8.0 \\| 10.0 + 0.0 \\| 0.0 = **20.0 (19.0–21.0)** (50000 (49000–51000)/s, "
+                      "CPU 99% busy, 0% stolen) | 2.0 + 9.0 \\| 10.0 + 0.0 \\| 0.0 = **21.0 (21.0–22.0)**", text)
+        # ratio of the totals within noise; preon's code 2 of 20; the ceiling 21 / (20 - 2)
+        self.assertIn("| 0.95× (within noise) | preon 10%, TFB h2o 10% | 1.17× |", text)
+        self.assertIn("3 rounds", text)
+        self.assertEqual(cost_report.profile_section({"status": "perf is not installed"})[-2],
+                         "Not measured: perf is not installed.")
 
     def test_family_holds_the_process_and_its_children(self):
         child = subprocess.Popen(["sleep", "30"])
