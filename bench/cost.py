@@ -266,7 +266,7 @@ def main():
             note = os.path.join(args.tfb_h2o, "BUILD-NOTE")
             if os.path.isfile(note):
                 with open(note) as f:
-                    servers["tfb-h2o"].build = f.read().strip()
+                    servers["tfb-h2o"].build = cost_report.build_summary(f.read())
         else:
             servers["tfb-h2o"] = ServerRun(status=status, argv=[], build="", counts={}, syscalls={}, errors={})
     prof = {"status": "not run (--no-profile)"} if args.no_profile else profile(args, tests, servers, binary)

@@ -87,6 +87,15 @@ def load(path):
                        throughput=need(d, "throughput"), cpu_profile=d.get("cpu_profile"))
 
 
+def build_summary(note):
+    """What a record keeps of a TFB h2o build note (the BUILD-NOTE beside the build): its opening paragraph, its pins
+    and its checksums. The rest (the build's commands, flags and its libpq patch) is a recipe that builds TechEmpower's
+    entry, which stays beside the build, outside this repository."""
+    blocks = [b.strip("\n") for b in note.strip().split("\n\n")]
+    kept = [b for i, b in enumerate(blocks) if i == 0 or b.startswith(("Pins", "sha256"))]
+    return "\n\n".join(kept + ["(How it was built is in the BUILD-NOTE beside the build, outside this repository.)"])
+
+
 def _cell(run, test, get, f):
     if run.status != "ok":
         return "– (not run)"

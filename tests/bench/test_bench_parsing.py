@@ -276,6 +276,17 @@ garbage line
         self.assertEqual(cost_report.profile_section({"status": "perf is not installed"})[-2],
                          "Not measured: perf is not installed.")
 
+    def test_a_record_keeps_no_recipe_of_the_anchor(self):
+        note = ("TFB h2o anchor build: flags\nBuilt on a day\n\nPins:\n  h2o/h2o abc\n\nComponents and flags\n"
+                "  h2o: cmake -DCMAKE_BUILD_TYPE=Release\n\nlibpq backport\n--- fe-exec.c.orig\n+static int x;\n\n"
+                "sha256\n  0123  bin/h2o-app\n")
+        got = cost_report.build_summary(note)
+        self.assertIn("Pins:\n  h2o/h2o abc", got)
+        self.assertIn("0123  bin/h2o-app", got)
+        self.assertTrue(got.startswith("TFB h2o anchor build: flags\nBuilt on a day"))
+        for recipe in ("cmake", "fe-exec.c", "static int"):
+            self.assertNotIn(recipe, got)
+
     def test_family_holds_the_process_and_its_children(self):
         child = subprocess.Popen(["sleep", "30"])
         try:
