@@ -156,9 +156,8 @@ def profile(args, tests, servers, binary):
            "servers": {n: {} for n in makes}, "errors": {}}
     with part, private_postgres_dir(PG_CONF) as (pgdir, pgport), \
             tempfile.TemporaryDirectory(prefix="preon-prof-") as work:
-        part.place_postgres(pgdir)
+        postmaster = part.place_postgres(pgdir)[0]
         res["partition"] = part.record()
-        postmaster = int(open(os.path.join(pgdir, "data", "postmaster.pid")).readline())
         targets = {}
         try:
             for name, make in makes.items():  # both started at once: the one not loaded waits in epoll_wait

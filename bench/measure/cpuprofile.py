@@ -13,6 +13,8 @@ import subprocess
 import tempfile
 import time
 
+from .proc import tree
+
 FREQ = 999
 KERNEL_START = 0xFFFF800000000000  # x86-64: addresses at or above it are the kernel's
 PARTS = ("server_user", "server_kernel", "postgres_user", "postgres_kernel", "other", "idle")
@@ -32,26 +34,6 @@ def unavailable():
             lines = r.stderr.strip().splitlines()
             return "perf record failed: %s" % (lines[-1] if lines else "exit status %d" % r.returncode)
     return None
-
-
-def family(pid):
-    """`pid` and every process descended from it (the server's wrapper and what it execs; the postmaster and its
-    backends)."""
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                parent[int(entry)] = int(fields[1])
-            except (OSError, IndexError, ValueError):
-                pass  # gone meanwhile
-    found, grew = {pid}, True
-    while grew:
-        more = {p for p, pp in parent.items() if pp in found} - found
-        grew = bool(more)
-        found |= more
-    return found
 
 
 def classify(script_out, server, postgres):
@@ -95,8 +77,9 @@ def profile(cpus, server_pid, postmaster_pid, load, workdir):
     {"requests", "rps", "seconds", "busy", "stolen", "samples": {part: n}, "us_per_request": {part: µs}}; busy is
     the share of the CPUs' time sampled over the load's seconds (a CPU that idles is not sampled: about 1.0 means the
     set was the bottleneck), stolen the share of their time the hypervisor gave to other guests (/proc/stat's steal:
-    the guest's clock runs on meanwhile, so a stolen moment counts as the sample's owner's time). The sampling starts half a second before the load and stops after it: what ran on the set then
-    counts too (as other, mostly), not against the servers' parts."""
+    the guest's clock runs on meanwhile, so a stolen moment counts as the sample's owner's time). The sampling starts
+    half a second before the load and stops after it: what ran on the set then counts too (as other, mostly), not
+    against the servers' parts."""
     data = os.path.join(workdir, "perf-%d.data" % time.monotonic_ns())
     perf = subprocess.Popen(["perf", "record", "-q", "-F", str(FREQ), "-C", ",".join(map(str, cpus)), "-o", data],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -105,7 +88,7 @@ def profile(cpus, server_pid, postmaster_pid, load, workdir):
         t0, ticks0 = time.monotonic(), cpu_ticks(cpus)
         res = load()
         seconds, ticks1 = time.monotonic() - t0, cpu_ticks(cpus)
-        server, postgres = family(server_pid), family(postmaster_pid)
+        server, postgres = set(tree(server_pid)), set(tree(postmaster_pid))  # wrappers and what they exec; backends
     finally:
         perf.send_signal(signal.SIGINT)
         _, err = perf.communicate(timeout=120)
