@@ -12,7 +12,8 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
     while wrk runs: the server's code, the kernel on its behalf, PostgreSQL's code and kernel, the rest), which
     bounds what the server's own code could ever gain (bench/measure/cpuprofile.py);
   - throughput with the roles pinned (bench/throughput.py --partition auto: wrk on one CPU, the server and its
-    PostgreSQL on the other), preon as shipped and with 2 and 4 connections per thread, TFB h2o at -m1/-m2/-m4.
+    PostgreSQL on the other), preon as shipped and with 2 and 4 connections per thread, TFB h2o at -m1/-m2/-m4;
+    the ratio to TFB h2o at its best both of the medians and round by round (the same round's runs divided).
 
   bench/cost.py                                  # everything (~20 min on 2 cores)
   bench/cost.py --tfb-h2o /tmp/anchors/tfb-h2o   # TFB h2o's build (default $TFB_H2O_DIR, else that folder)

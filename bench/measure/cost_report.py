@@ -211,6 +211,16 @@ def render(res):
     return "\n".join(lines) + "\n"
 
 
+def paired(a, b):
+    """Two targets' per-round rates divided round by round (runs of one round are minutes apart, rounds further):
+    the ratios' median (min–max), or "-" without two rounds of both."""
+    rs = [x / y for x, y in zip(a or [], b or []) if x and y]
+    if len(rs) < 2:
+        return "-"
+    sp = Spread(rs)
+    return "%.2f× (%.2f–%.2f)" % (sp, sp.lo, sp.hi)
+
+
 def throughput_section(tp):
     """The pinned throughput table from throughput.py's per-round figures: preon as shipped, with 2 and 4
     connections per thread, TFB h2o at its best -mN per test (by median), the ratio with "within noise" only where
@@ -221,7 +231,9 @@ def throughput_section(tp):
     out += ["bench/throughput.py (its own report: %s), CPU partition: %s. wrk -t2, %d s per run, %d rounds with the "
             "order of the targets rotated; answers that were not errors per second, median (min–max). TFB h2o's "
             "build: %s, one thread per CPU of the target's set. preon with its default threads (the CPUs it may run "
-            "on)." % (tp["out"], tp["partition"].get("sentence"), tp["duration"], tp["rounds"], tp["tfb_h2o"]), ""]
+            "on). Round by round: each round's shipped / TFB-best ratio from the runs of that round, which cancels the "
+            "drift between rounds, median (min–max)." % (tp["out"], tp["partition"].get("sentence"), tp["duration"],
+                                                         tp["rounds"], tp["tfb_h2o"]), ""]
     rows = []
     # preon at 1 connection per thread is a column of runs that had it (from 2026-12-02: the default became a choice)
     cpts = [m for m in ("preon-c1", "preon-c2", "preon-c4")
@@ -235,9 +247,11 @@ def throughput_section(tp):
         rows.append([label, fmt(shipped)] + [fmt(sp.get(m)) for m in cpts] +
                     ["%s (%s)" % (fmt(sp[best]), {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m4": "-m4"}[best])
                      if best else "– (%s)" % tp["status"].get("tfb-h2o", "not run"),
-                     ratio(shipped, sp[best]) if best else "-"])
+                     ratio(shipped, sp[best]) if best else "-",
+                     paired(by.get("preon"), by.get(best)) if best else "-"])
     out += md_table(["test", "preon as shipped"] + ["preon cpt=%s" % m[-1] for m in cpts] +
-                    ["TFB h2o at its best", "shipped / TFB best"], rows, ["l"] + ["r"] * (len(cpts) + 3)).splitlines()
+                    ["TFB h2o at its best", "shipped / TFB best", "round by round"], rows,
+                    ["l"] + ["r"] * (len(cpts) + 4)).splitlines()
     return out + [""]
 
 

@@ -277,6 +277,18 @@ garbage line
         self.assertEqual(cost_report.profile_section({"status": "perf is not installed"})[-2],
                          "Not measured: perf is not installed.")
 
+    def test_throughput_round_by_round(self):
+        # medians alone overlap (preon 96-110 against 90-104); divided round by round, every round is above 1.05
+        tp = {"out": "throughput", "partition": {"sentence": "load generator on CPU 0"}, "duration": 4, "rounds": 3,
+              "tfb_h2o": "/tmp/anchors/tfb-h2o", "status": {},
+              "per_round": {"db": {"preon": [110.0, 96.0, 104.0], "tfb-h2o": [104.0, 90.0, 98.0],
+                                   "tfb-h2o-m2": [100.0, 80.0, 90.0]}}}
+        row = [line for line in cost_report.throughput_section(tp) if line.startswith("| /db")][0]
+        self.assertIn("| 1.06× (within noise) | 1.06× (1.06–1.07) |", row)
+        self.assertIn("(-m1)", row)
+        self.assertEqual(cost_report.paired([1.0], [1.0]), "-")
+        self.assertEqual(cost_report.paired([2.0, 3.0, 0.0], [1.0, 3.0, 5.0]), "1.50× (1.00–2.00)")
+
     def test_a_record_keeps_no_recipe_of_the_anchor(self):
         note = ("TFB h2o anchor build: flags\nBuilt on a day\n\nPins:\n  h2o/h2o abc\n\nComponents and flags\n"
                 "  h2o: cmake -DCMAKE_BUILD_TYPE=Release\n\nlibpq backport\n--- fe-exec.c.orig\n+static int x;\n\n"
