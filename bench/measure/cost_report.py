@@ -6,7 +6,7 @@ import statistics
 from typing import Optional
 
 from . import record
-from .report import Spread, fmt, md_table, ratio
+from .report import Spread, fmt, md_table, ratio, round_ratios
 
 TESTS = [("plaintext", "/plaintext", "/plaintext", 1), ("pipelined", "/plaintext pipelined ×16", "/plaintext", 16),
          ("json", "/json", "/json", 1), ("db", "/db", "/db", 1), ("fortunes", "/fortunes", "/fortunes", 1),
@@ -212,9 +212,9 @@ def render(res):
 
 
 def paired(a, b):
-    """Two targets' per-round rates divided round by round (runs of one round are minutes apart, rounds further):
-    the ratios' median (min–max), or "-" without two rounds of both."""
-    rs = [x / y for x, y in zip(a or [], b or []) if x and y]
+    """Two targets' per-round rates divided round by round (report.round_ratios): the ratios' median (min–max), or
+    "-" without two rounds of both."""
+    rs = round_ratios(a, b)
     if len(rs) < 2:
         return "-"
     sp = Spread(rs)

@@ -72,6 +72,13 @@ def ratio(a, b, f="%.2f×"):
     return f % (a / b) + (" (within noise)" if noise else "")
 
 
+def round_ratios(a, b):
+    """Two targets' per-round figures divided round by round (rounds where either has none left out): the runs of
+    one round are minutes apart, rounds further, so these ratios carry less of the machine's drift than the
+    ratio of the medians."""
+    return [x / y for x, y in zip(a or [], b or []) if x and y]
+
+
 def md_table(header, rows, align=None):
     """A Markdown table: `header` a list of column titles, `rows` lists of cells (str() applied; None → "-"),
     `align` an optional list of "l"/"r" per column."""

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """bench/throughput.py's tests, issue 13's goals, and the report: the issue's table (medians, ratios, what limits
 each row, goal met/missed), latency and errors per target, peak RSS."""
-from .report import md_table
+from .report import md_table, round_ratios
 
 
 def _t(key, label, path, conns, depth=1, db=False):
@@ -92,9 +92,8 @@ class Table:
 
     def verdict(self, test, other, least):
         """met / missed only when every round's ratio falls on the same side of `least`; else within noise."""
-        a, b = self.med_of(test, "preon").get("per_round") or [], self.med_of(*other).get("per_round") or []
-        rs = [x / y for x, y in zip(a, b) if x and y]
-        if not rs or len(rs) < 2:
+        rs = round_ratios(self.med_of(test, "preon").get("per_round"), self.med_of(*other).get("per_round"))
+        if len(rs) < 2:
             return None
         return "met" if min(rs) >= least else "missed" if max(rs) < least else "within noise"
 
