@@ -9,8 +9,8 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
     (h2o, libpq, jansson, libc, libssl, preon) and the top functions by inclusive cost (bench/measure/callgrind.py);
   - system calls per request by kind, the server's and its PostgreSQL backends' (strace -c -f);
   - where the server's CPU spends its time per request, with the roles pinned (perf record on the target's CPU
-    while wrk runs: the server's code, the kernel on its behalf, PostgreSQL's code and kernel, the rest), which
-    estimates what the server's own code could ever gain (one run's estimate, as noisy as its totals) (bench/measure/cpuprofile.py);
+    while wrk runs: the server's code, the kernel on its behalf, PostgreSQL's code and kernel, the rest), and from
+    it an estimate of what the server's own code could ever gain, as noisy as the totals (bench/measure/cpuprofile.py);
   - throughput with the roles pinned (bench/throughput.py --partition auto: wrk on one CPU, the server and its
     PostgreSQL on the other), preon as shipped and with 2 and 4 connections per thread, TFB h2o at -m1/-m2/-m4;
     the ratio to TFB h2o at its best both of the medians and round by round (the same round's runs divided).
