@@ -7,6 +7,8 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
   - user-space instructions per request of the server (valgrind --tool=callgrind: two whole runs of N1 and N2
     requests after a warm-up, one server thread; the difference over N2 − N1), with the self cost by object
     (h2o, libpq, jansson, libc, libssl, preon) and the top functions by inclusive cost (bench/measure/callgrind.py);
+  - PostgreSQL's user-space instructions per request on the database tests, the same way with the cluster under
+    callgrind and the server native (bench/measure/pg_callgrind.py), beside the server's and added to them;
   - system calls per request by kind, the server's and its PostgreSQL backends' (strace -c -f);
   - where the server's CPU spends its time per request, with the roles pinned (perf record on the target's CPU
     while wrk runs: the server's code, the kernel on its behalf, PostgreSQL's code and kernel, the rest), and from
@@ -19,6 +21,7 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
   bench/cost.py --tfb-h2o /tmp/anchors/tfb-h2o   # TFB h2o's build (default $TFB_H2O_DIR, else that folder)
   bench/cost.py --quick --no-throughput          # a handful of requests: a smoke test
   bench/cost.py --no-profile --no-throughput     # counts only (no perf, no pinned runs)
+  bench/cost.py --no-pg-count                    # without PostgreSQL's instruction count (~15 min less)
 
 TFB h2o is optional: without a build its column says why. preon is counted from its normal release build
 (CMakeLists.txt: -O3, no -march); build TFB h2o at a baseline ISA (e.g. -march=x86-64-v3): TechEmpower's
@@ -34,9 +37,9 @@ import tempfile
 import time
 
 from measure import (HERE, REPO, build_preon, free_port, log, preon_env, private_postgres_dir, results_header, save)
-from measure import callgrind, cost_report, cpuprofile, fixed_count, syscalls, wrk
+from measure import callgrind, cost_report, cpuprofile, fixed_count, pg_callgrind, syscalls, wrk
 from measure.cpus import Partition
-from measure.cost_report import TESTS, Count, CostResults, ServerRun, Syscalls
+from measure.cost_report import TESTS, Count, CostResults, PgCount, ServerRun, Syscalls
 from measure.services import Target
 from measure.throughput_report import TESTS as THROUGHPUT_TESTS  # the connections per test type
 
@@ -46,8 +49,11 @@ PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
 # requests per counted run (N1, N2) and per strace run, by test: a request of /queries=20 costs 20 queries
 FULL = {"n": {"plaintext": (2000, 10000), "pipelined": (2000, 10000), "json": (2000, 10000), "db": (1000, 5000),
               "fortunes": (1000, 5000), "queries": (200, 1000), "updates": (200, 1000)},
-        "warmup": 500, "strace_n": 5000, "strace_n_db": 1000}
-QUICK = {"n": {k: (16, 48) for k in FULL["n"]}, "warmup": 16, "strace_n": 32, "strace_n_db": 16}
+        "warmup": 500, "strace_n": 5000, "strace_n_db": 1000,
+        # with PostgreSQL under callgrind (fewer: every query runs there ~50× slower)
+        "pg_n": {"db": (500, 2500), "fortunes": (500, 2500), "queries": (100, 500), "updates": (100, 500)}}
+QUICK = {"n": {k: (16, 48) for k in FULL["n"]}, "warmup": 16, "strace_n": 32, "strace_n_db": 16,
+         "pg_n": {k: (16, 48) for k in FULL["pg_n"]}}
 
 
 def preon_server(binary, pgport, port, valgrind=False):
@@ -136,6 +142,44 @@ def strace_run(name, make, pgdir, pgport, p, key, path, depth, work):
         return Syscalls(n=n, **got)
     finally:
         t.stop()
+
+
+def measure_postgres(makes, servers, pgdir, pgport, p, tests, work):
+    """PostgreSQL's instructions per request on the database tests, for each server that ran (pg_callgrind): the
+    cluster under callgrind for the whole phase, the servers native, one at a time. A failure is recorded under
+    "<test> postgres" and the rest go on."""
+    db_tests = [t for t in tests if t[0] in p["pg_n"]]
+    names = [n for n in makes if servers[n].status == "ok"]
+    if not db_tests or not names:
+        return
+    with pg_callgrind.ValgrindPostgres(pgdir, os.path.join(work, "pg-callgrind"),
+                                       os.path.join(work, "pg-valgrind.log")) as pg:
+        for key, _, path, depth in db_tests:
+            for name in names:
+                n1, n2 = p["pg_n"][key]
+                try:
+                    a, b = (pg_callgrind.run(pg, lambda port: makes[name](pgport, port), path, n, p["warmup"], 8,
+                                             depth, name) for n in (n1, n2))
+                    c = servers[name].pg_counts[key] = PgCount(**pg_callgrind.per_request(a, b, n1, n2))
+                    log("%-8s %-9s %8.0f PostgreSQL instructions per request (%d backends)" % (
+                        name, key, c.ir_per_request, c.backends))
+                except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                    servers[name].errors["%s postgres" % key] = str(e)
+                    log("%s %s (PostgreSQL's count) failed: %s" % (name, key, e))
+
+
+def preon_under_slow_postgres(binary, pgport, port):
+    """preon as under valgrind (preon_server), with its connect timeout raised for a cluster under callgrind, where
+    a backend's start-up takes seconds."""
+    argv, env, _ = preon_server(binary, pgport, port, valgrind=True)
+    return argv, dict(env, PREON_DATABASE_CONNECT_TIMEOUT_MS="120000")
+
+
+def tfb_under_slow_postgres(tfb, variant, pgport, port):
+    """TFB h2o with its database timeout (-o, seconds; the connect's too) raised for a cluster under callgrind: at
+    connect it prepares its statements, hundreds of them, seconds there."""
+    argv, env, _ = tfb_server(tfb, variant, pgport, port)
+    return argv + ["-o", "300"], env
 
 
 def profile(args, tests, servers, binary):
@@ -232,6 +276,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a handful of requests per run: a smoke test")
     ap.add_argument("--no-throughput", action="store_true", help="counts only")
     ap.add_argument("--no-profile", action="store_true", help="no CPU profile (perf) of the pinned servers")
+    ap.add_argument("--no-pg-count", action="store_true",
+                    help="no count of PostgreSQL's instructions (its cluster under callgrind) on the database tests")
     ap.add_argument("--profile-duration", type=int, default=None,
                     help="seconds per profiled wrk run (default 4; 1 with --quick)")
     ap.add_argument("--duration", type=int, default=4, help="seconds per pinned wrk run (default 4)")
@@ -252,7 +298,8 @@ def main():
     binary = build_preon()
     header = results_header(args)
     settings = {"postgres": PG_CONF, "conns": 8, "tfb_variant": args.tfb_variant, "warmup": p["warmup"], "strace_n": p["strace_n"],
-                "strace_n_db": p["strace_n_db"], "n": p["n"]}
+                "strace_n_db": p["strace_n_db"], "n": p["n"],
+                "pg_n": {} if args.no_pg_count else p["pg_n"]}
     servers = {}
     with private_postgres_dir(PG_CONF) as (pgdir, pgport), tempfile.TemporaryDirectory(prefix="preon-cost-") as work:
         os.chmod(work, 0o755)
@@ -269,6 +316,11 @@ def main():
                     servers["tfb-h2o"].build = cost_report.build_summary(f.read())
         else:
             servers["tfb-h2o"] = ServerRun(status=status, argv=[], build="", counts={}, syscalls={}, errors={})
+        if not args.no_pg_count:
+            measure_postgres({"preon": lambda pg, port: preon_under_slow_postgres(binary, pg, port),
+                              "tfb-h2o": lambda pg, port: tfb_under_slow_postgres(args.tfb_h2o, args.tfb_variant, pg,
+                                                                                  port)},
+                             servers, pgdir, pgport, p, tests, work)
     prof = {"status": "not run (--no-profile)"} if args.no_profile else profile(args, tests, servers, binary)
     tp = None if args.no_throughput else throughput(args, out)
     header["loadavg_end"] = list(os.getloadavg())

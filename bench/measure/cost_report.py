@@ -45,13 +45,28 @@ class Syscalls:
 
 
 @dataclasses.dataclass
+class PgCount:
+    """One test's PostgreSQL instructions (bench/measure/pg_callgrind.py): the server's backends summed over two runs
+    of n1 and n2 requests, with the cluster under callgrind, and their difference per request."""
+    n1: int
+    n2: int
+    ir1: int
+    ir2: int
+    backends: int
+    ir_per_request: float
+    statuses: dict
+
+
+@dataclasses.dataclass
 class ServerRun:
     status: str  # "ok", or why it did not run
     argv: list
     build: str
     counts: dict  # test → Count
     syscalls: dict  # test → Syscalls
-    errors: dict  # test → what failed
+    errors: dict  # test (or "test postgres") → what failed
+    pg_counts: dict = dataclasses.field(default_factory=dict)  # test → PgCount; absent from records made before it
+    # existed (2026-12-02 23:00 UTC)
 
 
 @dataclasses.dataclass
@@ -82,7 +97,9 @@ def load(path):
                                   counts={t: record.of(Count, c, where, at + ("counts", t))
                                           for t, c in need(s, "counts", prefix=at).items()},
                                   syscalls={t: record.of(Syscalls, c, where, at + ("syscalls", t))
-                                            for t, c in need(s, "syscalls", prefix=at).items()})
+                                            for t, c in need(s, "syscalls", prefix=at).items()},
+                                  pg_counts={t: record.of(PgCount, c, where, at + ("pg_counts", t))
+                                             for t, c in s.get("pg_counts", {}).items()})
     return CostResults(header=need(d, "header"), settings=need(d, "settings"), servers=servers,
                        throughput=need(d, "throughput"), cpu_profile=d.get("cpu_profile"))
 
@@ -158,6 +175,8 @@ def render(res):
                     [_cell(res.servers[n], k, _td, "%.0f") if n in res.servers else "-" for n in SERVERS])
     lines += md_table(["test", "N1 / N2", "preon", "TFB h2o", "preon / TFB h2o", "preon: of which time-driven",
                        "TFB h2o: of which time-driven"], rows, ["l", "r", "r", "r", "r", "r", "r"]).splitlines()
+    if any(r.pg_counts for r in res.servers.values()):  # records made before it render as they did
+        lines += postgres_section(res)
     lines += ["", "## System calls per request (strace -c -f)", "",
               "Over %d requests (%d for /queries and /updates), strace attached to every server thread and, "
               "separately, to every PostgreSQL backend connected to it." % (s["strace_n"], s["strace_n_db"]), ""]
@@ -209,6 +228,47 @@ def render(res):
                            for side, c in kinds], ["l", "l"] + ["r"] * len(sc)).splitlines()
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _pg(run, test):
+    c = run.pg_counts.get(test)
+    return c.ir_per_request if c else None
+
+
+def _both(run, test):
+    a, b = _ir(run, test), _pg(run, test)
+    return a + b if a is not None and b is not None else None
+
+
+def postgres_section(res):
+    """PostgreSQL's instructions per request beside the server's, and the two together."""
+    lines = ["", "## PostgreSQL's instructions per request (callgrind on its backends)", "",
+             "The same cluster restarted with its postmaster under callgrind (every backend it forks counted, each "
+             "into its own file at its exit), the server run natively: (the Ir of the backends it was connected to "
+             "over a run of N2 requests − over a run of N1) / (N2 − N1), so the backends' start-up and the statements "
+             "prepared at connect cancel; both runs had the same number of backends. \"together\": the server's "
+             "instructions per request (above) plus its PostgreSQL's. Neither count includes the kernel.", ""]
+    rows = []
+    for k, label, _, _ in TESTS:
+        c = next((r.pg_counts[k] for r in res.servers.values() if k in r.pg_counts), None)
+        if c is None:
+            continue
+        rows.append([label, "%d / %d" % (c.n1, c.n2)] +
+                    [_pg_cell(res.servers.get(n), k, _pg, "%.0f") for n in SERVERS] + [_ratio(res, k, _pg)] +
+                    [_pg_cell(res.servers.get(n), k, _both, "%.0f") for n in SERVERS] + [_ratio(res, k, _both)] +
+                    ["%s" % " / ".join(str(res.servers[n].pg_counts[k].backends) if n in res.servers and
+                                       k in res.servers[n].pg_counts else "-" for n in SERVERS)])
+    return lines + md_table(["test", "N1 / N2", "preon's PostgreSQL", "TFB h2o's PostgreSQL", "preon / TFB h2o",
+                             "together: preon", "together: TFB h2o", "together: preon / TFB h2o",
+                             "backends (preon / TFB h2o)"], rows, ["l"] + ["r"] * 8).splitlines()
+
+
+def _pg_cell(run, test, get, f):
+    if run is None:
+        return "-"
+    if run.status == "ok" and "%s postgres" % test in run.errors:
+        return "failed (results.json: errors)"
+    return _cell(run, test, get, f)
 
 
 def paired(a, b):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Checks a bench/cost.py output folder run with `--quick --no-throughput` and no TFB h2o build: results.json
 reads back through the loader (bench/measure/cost_report.py), preon has an instruction count and syscall counts for
-every test type, every counted request was answered 200, the groups by object add up to the total, TFB h2o's
+every test type and a count of its PostgreSQL's instructions on the database tests, every counted request was
+answered 200, the groups by object add up to the total, TFB h2o's
 column says why it is absent; where perf can sample this machine's CPUs and it has two, preon's CPU profile has
 every test type, with time in its code and in the kernel (and in PostgreSQL on the database tests), else the report
 says why not; report.md has every table. Asserts no speed. Usage: check_cost.py DIR"""
@@ -36,12 +37,17 @@ for key, _, _, _ in TESTS:
         problems.append("%s: syscalls %r, answers %r" % (key, s.server, s.statuses))
     if key in ("db", "fortunes", "queries", "updates") and (s.backends < 1 or s.per_request("postgres") <= 0):
         problems.append("%s: no PostgreSQL backend traced" % key)
+    pg = preon.pg_counts.get(key)
+    if key in ("db", "fortunes", "queries", "updates") and (
+            pg is None or not pg.ir_per_request > 0 or pg.backends < 1 or set(pg.statuses) != {"200"}):
+        problems.append("%s: no count of PostgreSQL's instructions, or not every answer 200: %r" % (key, pg))
     if "| %s |" % LABEL[key] not in report:
         problems.append("report.md: no row for %s" % LABEL[key])
 tfb = res.servers["tfb-h2o"]
 if not tfb.status.startswith("not built") or "Not measured: not built" not in report:
     problems.append("TFB h2o: status %r; report.md must say why it is absent" % tfb.status)
-for title in ("## User-space instructions per request", "## System calls per request", "## Where the instructions go"):
+for title in ("## User-space instructions per request", "## PostgreSQL's instructions per request",
+              "## System calls per request", "## Where the instructions go"):
     if title not in report:
         problems.append("report.md lacks %r" % title)
 prof = res.cpu_profile or {}

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """bench/'s parsing of wrk and ab output, its target specs and its report, on recorded outputs."""
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -288,6 +290,38 @@ garbage line
         self.assertIn("(-m1)", row)
         self.assertEqual(cost_report.paired([1.0], [1.0]), "-")
         self.assertEqual(cost_report.paired([2.0, 3.0, 0.0], [1.0, 3.0, 5.0]), "1.50× (1.00–2.00)")
+
+    def test_postgres_count_beside_the_servers(self):
+        def server(ir, pg_ir, backends, errors=None):
+            count = cost_report.Count(n1=10, n2=50, ir1=0, ir2=0, ir_per_request=ir, time_driven=0, statuses={},
+                                      by_group={}, top_inclusive=[], top_self=[])
+            pg = cost_report.PgCount(n1=5, n2=25, ir1=1000, ir2=1000 + 20 * pg_ir, backends=backends,
+                                     ir_per_request=pg_ir, statuses={"200": 25})
+            return cost_report.ServerRun(status="ok", argv=[], build="", counts={"db": count, "fortunes": count},
+                                         syscalls={}, errors=errors or {}, pg_counts={"db": pg})
+        res = cost_report.CostResults(header={}, settings={}, throughput=None,
+                                      servers={"preon": server(15000.0, 43000.0, 2, {"fortunes postgres": "boom"}),
+                                               "tfb-h2o": server(16000.0, 42000.0, 1)})
+        lines = cost_report.postgres_section(res)
+        db = [line for line in lines if line.startswith("| /db ")][0]
+        self.assertEqual(db, "| /db | 5 / 25 | 43000 | 42000 | 1.02× | 58000 | 58000 | 1.00× | 2 / 1 |")
+        self.assertFalse([line for line in lines if line.startswith("| /fortunes ")])  # no count: no row
+        self.assertEqual(cost_report._pg_cell(res.servers["preon"], "fortunes", cost_report._pg, "%.0f"),
+                         "failed (results.json: errors)")
+        # a record made before the count existed loads with none, and its report has no such section
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "results.json")
+            old = res.to_json()
+            for s in old["servers"].values():
+                del s["pg_counts"]
+            with open(path, "w") as f:
+                json.dump(dict(old, header={"date": "d", "cpus": 2, "loadavg_start": [0], "loadavg_end": [0],
+                                            "command": "c"},
+                               settings={"postgres": "p", "conns": 8, "warmup": 1, "strace_n": 1, "strace_n_db": 1}),
+                          f)
+            back = cost_report.load(path)
+            self.assertEqual(back.servers["preon"].pg_counts, {})
+            self.assertNotIn("PostgreSQL's instructions", cost_report.render(back))
 
     def test_a_record_keeps_no_recipe_of_the_anchor(self):
         note = ("TFB h2o anchor build: flags\nBuilt on a day\n\nPins:\n  h2o/h2o abc\n\nComponents and flags\n"
