@@ -256,11 +256,17 @@ def postgres_section(res):
         rows.append([label, "%d / %d" % (c.n1, c.n2)] +
                     [_pg_cell(res.servers.get(n), k, _pg, "%.0f") for n in SERVERS] + [_ratio(res, k, _pg)] +
                     [_pg_cell(res.servers.get(n), k, _both, "%.0f") for n in SERVERS] + [_ratio(res, k, _both)] +
-                    ["%s" % " / ".join(str(res.servers[n].pg_counts[k].backends) if n in res.servers and
-                                       k in res.servers[n].pg_counts else "-" for n in SERVERS)])
+                    [" / ".join(_pg_of(res, n, k, lambda c: str(c.backends)) for n in SERVERS),
+                     " / ".join(_pg_of(res, n, k, lambda c: str(c.n2 - sum(v for st, v in c.statuses.items() if str(st) == "200"))) for n in SERVERS)])
     return lines + md_table(["test", "N1 / N2", "preon's PostgreSQL", "TFB h2o's PostgreSQL", "preon / TFB h2o",
                              "together: preon", "together: TFB h2o", "together: preon / TFB h2o",
-                             "backends (preon / TFB h2o)"], rows, ["l"] + ["r"] * 8).splitlines()
+                             "backends (preon / TFB h2o)", "answers not 200 of N2 (preon / TFB h2o)"], rows,
+                            ["l"] + ["r"] * 9).splitlines()
+
+
+def _pg_of(res, name, test, f):
+    run = res.servers.get(name)
+    return f(run.pg_counts[test]) if run and test in run.pg_counts else "-"
 
 
 def _pg_cell(run, test, get, f):

@@ -296,7 +296,7 @@ garbage line
             count = cost_report.Count(n1=10, n2=50, ir1=0, ir2=0, ir_per_request=ir, time_driven=0, statuses={},
                                       by_group={}, top_inclusive=[], top_self=[])
             pg = cost_report.PgCount(n1=5, n2=25, ir1=1000, ir2=1000 + 20 * pg_ir, backends=backends,
-                                     ir_per_request=pg_ir, statuses={"200": 25})
+                                     ir_per_request=pg_ir, statuses={200: 24, 503: 1} if errors else {"200": 25})
             return cost_report.ServerRun(status="ok", argv=[], build="", counts={"db": count, "fortunes": count},
                                          syscalls={}, errors=errors or {}, pg_counts={"db": pg})
         res = cost_report.CostResults(header={}, settings={}, throughput=None,
@@ -304,7 +304,7 @@ garbage line
                                                "tfb-h2o": server(16000.0, 42000.0, 1)})
         lines = cost_report.postgres_section(res)
         db = [line for line in lines if line.startswith("| /db ")][0]
-        self.assertEqual(db, "| /db | 5 / 25 | 43000 | 42000 | 1.02× | 58000 | 58000 | 1.00× | 2 / 1 |")
+        self.assertEqual(db, "| /db | 5 / 25 | 43000 | 42000 | 1.02× | 58000 | 58000 | 1.00× | 2 / 1 | 1 / 0 |")
         self.assertFalse([line for line in lines if line.startswith("| /fortunes ")])  # no count: no row
         self.assertEqual(cost_report._pg_cell(res.servers["preon"], "fortunes", cost_report._pg, "%.0f"),
                          "failed (results.json: errors)")
