@@ -13,16 +13,30 @@ import signal
 import subprocess
 import time
 
-from . import callgrind, fixed_count, syscalls
+from . import fixed_count, syscalls
 from .services import PG_SH, Target, supervise
 
 PGBIN_GLOB = "/usr/lib/postgresql"
 
 
 def pgbin():
-    """The newest installed PostgreSQL's bin folder (as scripts/pg.sh picks it)."""
+    """PostgreSQL's bin folder as scripts/pg.sh picks it: $PGBIN, else the newest installed."""
+    if os.environ.get("PGBIN"):
+        return os.environ["PGBIN"]
     versions = sorted((d for d in os.listdir(PGBIN_GLOB) if d.isdigit()), key=int)
     return os.path.join(PGBIN_GLOB, versions[-1], "bin")
+
+
+def finished_totals(path):
+    """The totals of a callgrind file once it is whole (its totals line written to the end), else None."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(("totals:", "summary:")) and line.endswith("\n"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 class ValgrindPostgres:
@@ -44,8 +58,12 @@ class ValgrindPostgres:
                 os.path.join(pgbin(), "postgres"), "-D", os.path.join(self.pgdir, "data")]
         self.proc = supervise.spawn(argv, self.log_file, cwd="/", user="postgres" if os.geteuid() == 0 else None,
                                     session=True)
-        supervise.wait_ready(self._ready, self.timeout, "PostgreSQL under valgrind (log %s)" % self.log_file,
-                             self.proc, interval=1)
+        try:
+            supervise.wait_ready(self._ready, self.timeout, "PostgreSQL under valgrind (log %s)" % self.log_file,
+                                 self.proc, interval=1)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def _ready(self):
@@ -67,14 +85,11 @@ class ValgrindPostgres:
         """The summed instructions of the backends `pids`, once each has exited and written its file."""
         deadline, total = time.monotonic() + timeout, 0
         for pid in pids:
-            while True:
-                try:
-                    total += callgrind.totals(self.file_of(pid))
-                    break
-                except (OSError, RuntimeError):
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("backend %d wrote no callgrind totals within %d s" % (pid, timeout))
-                    time.sleep(0.2)
+            while (ir := finished_totals(self.file_of(pid))) is None:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("backend %d wrote no callgrind totals within %d s" % (pid, timeout))
+                time.sleep(0.2)
+            total += ir
         return total
 
 
