@@ -21,7 +21,7 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
   bench/cost.py --tfb-h2o /tmp/anchors/tfb-h2o   # TFB h2o's build (default $TFB_H2O_DIR, else that folder)
   bench/cost.py --quick --no-throughput          # a handful of requests: a smoke test
   bench/cost.py --no-profile --no-throughput     # counts only (no perf, no pinned runs)
-  bench/cost.py --no-pg-count                    # without PostgreSQL's instruction count (~15 min less)
+  bench/cost.py --no-pg-count                    # without PostgreSQL's instruction count (~6 min less)
 
 TFB h2o is optional: without a build its column says why. preon is counted from its normal release build
 (CMakeLists.txt: -O3, no -march); build TFB h2o at a baseline ISA (e.g. -march=x86-64-v3): TechEmpower's
