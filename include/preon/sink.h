@@ -2,6 +2,7 @@
 #ifndef PREON_SINK_H
 #define PREON_SINK_H
 
+#include <string.h>
 #include <h2o.h>
 
 /**
@@ -23,8 +24,12 @@ void preon_sink_init(preon_sink_t *s, h2o_mem_pool_t *pool, size_t cap);
  */
 char *preon_sink_reserve(preon_sink_t *s, size_t more);
 
-/** Appends `len` bytes. */
-void preon_sink_append(preon_sink_t *s, const char *data, size_t len);
+/** Appends `len` bytes. Inline: /fortunes appends about a hundred short runs per answer. */
+static inline void preon_sink_append(preon_sink_t *s, const char *data, size_t len)
+{
+    memcpy(s->len + len <= s->cap ? s->buf + s->len : preon_sink_reserve(s, len), data, len);
+    s->len += len;
+}
 
 /** Appends `len` bytes of text with & < > " ' replaced by their HTML entities. */
 void preon_sink_append_html(preon_sink_t *s, const char *text, size_t len);

@@ -11,12 +11,12 @@ int preon_db_result_rows(const preon_db_result_t *res)
 
 const char *preon_db_result_value(const preon_db_result_t *res, int row, int col, size_t *len)
 {
+    /* A NULL reads as "" of length 0 (libpq), so only an empty value needs asking whether it is NULL: one call fewer
+     * per value, 26 per /fortunes answer. */
     const PGresult *r = (const PGresult *)res;
-    if (PQgetisnull(r, row, col)) {
-        *len = 0;
-        return NULL;
-    }
     *len = (size_t)PQgetlength(r, row, col);
+    if (*len == 0 && PQgetisnull(r, row, col))
+        return NULL;
     return PQgetvalue(r, row, col);
 }
 

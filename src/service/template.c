@@ -13,6 +13,7 @@ typedef struct {
     op_kind_t kind;
     const char *text; /* OP_TEXT: the bytes; others: the name, NUL-terminated in `names` */
     size_t len;
+    size_t name;    /* not OP_TEXT: the name's index in the list the template was compiled with */
     size_t end;     /* OP_SECTION: index of its OP_END */
     const char *at; /* where the tag starts in the source, for messages */
 } op_t;
@@ -32,7 +33,16 @@ static int line_of(const char *text, const char *at)
     return line;
 }
 
-preon_template_t *preon_template_compile(const char *text, size_t len, char *err, size_t errlen)
+/* The index of the `n` bytes at `name` in `names`, or SIZE_MAX. */
+static size_t find_name(const char *const *names, const char *name, size_t n)
+{
+    for (size_t i = 0; names[i] != NULL; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+preon_template_t *preon_template_compile(const char *text, size_t len, const char *const *names_known, char *err, size_t errlen)
 {
     preon_template_t *t = preon_calloc(1, sizeof(*t));
     t->source = preon_malloc(len + 1);
@@ -49,7 +59,7 @@ preon_template_t *preon_template_compile(const char *text, size_t len, char *err
         if (tag == NULL || tag >= end)
             tag = end;
         if (tag > p)
-            t->ops[t->nops++] = (op_t){OP_TEXT, p, (size_t)(tag - p), 0, p};
+            t->ops[t->nops++] = (op_t){OP_TEXT, p, (size_t)(tag - p), 0, 0, p};
         if (tag == end)
             break;
         int raw = tag + 2 < end && tag[2] == '{';
@@ -72,7 +82,11 @@ preon_template_t *preon_template_compile(const char *text, size_t len, char *err
         }
         memcpy(names, name, n);
         names[n] = '\0';
-        op_t op = {kind, names, n, 0, tag};
+        op_t op = {kind, names, n, find_name(names_known, name, n), 0, tag};
+        if (op.name == SIZE_MAX) {
+            snprintf(err, errlen, "line %d: unknown name '%s'", line_of(t->source, tag), names);
+            goto Error;
+        }
         names += n + 1;
         if (kind == OP_SECTION) {
             if (open_section != SIZE_MAX) {
@@ -81,7 +95,7 @@ preon_template_t *preon_template_compile(const char *text, size_t len, char *err
             }
             open_section = t->nops;
         } else if (kind == OP_END) {
-            if (open_section == SIZE_MAX || strcmp(t->ops[open_section].text, op.text) != 0) {
+            if (open_section == SIZE_MAX || t->ops[open_section].name != op.name) {
                 snprintf(err, errlen, "line %d: {{/%s}} closes no open section", line_of(t->source, tag), op.text);
                 goto Error;
             }
@@ -124,7 +138,7 @@ static void render_range(const preon_template_t *t, size_t from, size_t to, size
             break;
         case OP_VAR:
         case OP_RAW: {
-            h2o_iovec_t v = data->value(ctx, op->text, item);
+            h2o_iovec_t v = data->value(ctx, op->name, item);
             if (op->kind == OP_VAR)
                 preon_sink_append_html(out, v.base, v.len);
             else
@@ -132,7 +146,7 @@ static void render_range(const preon_template_t *t, size_t from, size_t to, size
             break;
         }
         case OP_SECTION: {
-            size_t n = data->count(ctx, op->text);
+            size_t n = data->count(ctx, op->name);
             for (size_t k = 0; k < n; k++)
                 render_range(t, i + 1, op->end, k, data, ctx, out);
             i = op->end;

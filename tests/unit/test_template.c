@@ -14,17 +14,21 @@ typedef struct {
     size_t n;
 } ctx_t;
 
-static size_t count(void *c, const char *name)
+/* The names a template here may use; the callbacks get their indexes. */
+enum { NAME_LIST, NAME_TITLE, NAME_V, NAME_EMPTY };
+static const char *const names[] = {"list", "title", "v", "empty", "a", "b", "x", NULL};
+
+static size_t count(void *c, size_t name)
 {
-    return strcmp(name, "list") == 0 ? ((ctx_t *)c)->n : 0;
+    return name == NAME_LIST ? ((ctx_t *)c)->n : 0;
 }
 
-static h2o_iovec_t value(void *c, const char *name, size_t item)
+static h2o_iovec_t value(void *c, size_t name, size_t item)
 {
     ctx_t *ctx = c;
     if (item == SIZE_MAX)
-        return strcmp(name, "title") == 0 ? h2o_iovec_init(H2O_STRLIT("<T&T>")) : h2o_iovec_init("", 0);
-    if (strcmp(name, "v") == 0)
+        return name == NAME_TITLE ? h2o_iovec_init(H2O_STRLIT("<T&T>")) : h2o_iovec_init("", 0);
+    if (name == NAME_V)
         return h2o_iovec_init(ctx->items[item], strlen(ctx->items[item]));
     return h2o_iovec_init("", 0);
 }
@@ -32,7 +36,7 @@ static h2o_iovec_t value(void *c, const char *name, size_t item)
 static void expect_render(const char *tpl, ctx_t *ctx, const char *expected)
 {
     char err[128] = "";
-    preon_template_t *t = preon_template_compile(tpl, strlen(tpl), err, sizeof(err));
+    preon_template_t *t = preon_template_compile(tpl, strlen(tpl), names, err, sizeof(err));
     assert_non_null(t);
     h2o_mem_pool_t pool;
     h2o_mem_init_pool(&pool);
@@ -57,12 +61,13 @@ static void test_render(void **state)
     expect_render("[{{#list}}x{{/list}}]", &ctx, "[]");
     expect_render("no tags at all", &ctx, "no tags at all");
     expect_render("", &ctx, "");
+    expect_render("[{{empty}}|{{#empty}}never{{/empty}}]", &ctx, "[|]");
 }
 
 static void expect_error(const char *tpl, const char *expected)
 {
     char err[128] = "";
-    assert_null(preon_template_compile(tpl, strlen(tpl), err, sizeof(err)));
+    assert_null(preon_template_compile(tpl, strlen(tpl), names, err, sizeof(err)));
     assert_string_equal(err, expected);
 }
 
@@ -75,6 +80,10 @@ static void test_compile_errors(void **state)
     expect_error("{{/a}}", "line 1: {{/a}} closes no open section");
     expect_error("{{#a}}{{/b}}", "line 1: {{/b}} closes no open section");
     expect_error("\n\n{{#a}}", "line 3: section 'a' is not closed");
+    expect_error("<td>{{id}}</td>\n<td>{{ mesage }}</td>", "line 1: unknown name 'id'");
+    expect_error("{{v}}\n{{#lists}}{{/lists}}", "line 2: unknown name 'lists'");
+    expect_error("{{{titles}}}", "line 1: unknown name 'titles'");
+    expect_error("{{#a}}{{/list}}", "line 1: {{/list}} closes no open section");
 }
 
 static void test_rand_range(void **state)
