@@ -59,11 +59,14 @@ static int by_message(const void *_a, const void *_b)
     return c != 0 ? c : (a->message.len > b->message.len) - (a->message.len < b->message.len);
 }
 
+/* Up to this many rows (TechEmpower's table has 12, plus the one added) are sorted in place on the stack. */
+#define SMALL_ROWS 32
+
 /* Insertion sort for TechEmpower's 13 rows: glibc's qsort is a merge sort through a comparison callback, 3.5k
- * instructions per answer there, where the first bytes of two messages nearly always decide. qsort beyond 32 rows. */
+ * instructions per answer there, where the first bytes of two messages nearly always decide. qsort beyond SMALL_ROWS. */
 static void sort_fortunes(fortune_t *rows, size_t n)
 {
-    if (n > 32) {
+    if (n > SMALL_ROWS) {
         qsort(rows, n, sizeof(*rows), by_message);
         return;
     }
@@ -102,8 +105,8 @@ static void on_rows(preon_dbreq_t *r, size_t index, const preon_db_result_t *res
     preon_sink_t *out = preon_dbreq_data(r);
     h2o_mem_pool_t *pool = &preon_dbreq_req(r)->pool;
     size_t n = (size_t)preon_db_result_rows(res);
-    fortune_t local[32];
-    fortunes_t f = {n + 1 <= 32 ? local : h2o_mem_alloc_pool(pool, sizeof(fortune_t) * (n + 1)), n + 1};
+    fortune_t local[SMALL_ROWS];
+    fortunes_t f = {n + 1 <= SMALL_ROWS ? local : h2o_mem_alloc_pool(pool, sizeof(fortune_t) * (n + 1)), n + 1};
     (void)index;
     for (size_t i = 0; i < n; i++) {
         size_t len;

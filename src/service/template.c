@@ -59,7 +59,7 @@ preon_template_t *preon_template_compile(const char *text, size_t len, const cha
         if (tag == NULL || tag >= end)
             tag = end;
         if (tag > p)
-            t->ops[t->nops++] = (op_t){OP_TEXT, p, (size_t)(tag - p), 0, 0, p};
+            t->ops[t->nops++] = (op_t){.kind = OP_TEXT, .text = p, .len = (size_t)(tag - p), .at = p};
         if (tag == end)
             break;
         int raw = tag + 2 < end && tag[2] == '{';
@@ -82,7 +82,7 @@ preon_template_t *preon_template_compile(const char *text, size_t len, const cha
         }
         memcpy(names, name, n);
         names[n] = '\0';
-        op_t op = {kind, names, n, find_name(names_known, name, n), 0, tag};
+        op_t op = {.kind = kind, .text = names, .len = n, .name = find_name(names_known, name, n), .at = tag};
         if (op.name == SIZE_MAX) {
             snprintf(err, errlen, "line %d: unknown name '%s'", line_of(t->source, tag), names);
             goto Error;
