@@ -250,7 +250,7 @@ def profile_one(args, res, t, key, path, depth, conns, part, postmaster, work):
 def throughput(args, out):
     """bench/throughput.py with the roles pinned; returns its medians per round, or None when it failed."""
     tp_out = os.path.join(out, "throughput")
-    targets = "preon,preon-c1,preon-c2,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m4"
+    targets = "preon,preon-twin,preon-c1,preon-c2,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m4"
     argv = [sys.executable, os.path.join(HERE, "throughput.py"), "--partition", args.partition, "--targets", targets,
             "--c1-duration", "0", "--duration", str(args.duration), "--rounds", str(args.rounds), "--out", tp_out,
             "--tfb-h2o", args.tfb_h2o_throughput or args.tfb_h2o]
@@ -262,7 +262,7 @@ def throughput(args, out):
     med = r["variants"]["plain"]["medians"]
     return {"out": os.path.relpath(tp_out, out), "partition": r["partition"], "duration": args.duration,
             "tfb_h2o": args.tfb_h2o_throughput or args.tfb_h2o,
-            "rounds": args.rounds, "status": r["status"],
+            "rounds": args.rounds, "status": r["status"], "shipped": r.get("preon_shipped"),
             "per_round": {k: {m: v["per_round"] for m, v in by.items()} for k, by in med.items()}}
 
 

@@ -20,6 +20,7 @@ Results: report.md and results.json in --out (default bench/results/throughput-<
 """
 import argparse
 import os
+import re
 import statistics
 import subprocess
 
@@ -34,10 +35,11 @@ PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
 PG_CONF = "synchronous_commit = off"
 PGSS_CONF = "shared_preload_libraries = 'pg_stat_statements'"
 TFB_DEFAULT = "/tmp/anchors/tfb-h2o"
+# preon-twin is preon as shipped a second time, in the same rounds: what the two differ by is the machine's noise.
 # preon as shipped keeps TechEmpower's rule (a Sync after every query), as do preon-c1, preon-c2 and preon-c4 (one, two
 # and four connections per thread instead of the default's choice: the report compares with preon's best of them); preon-batch shares Syncs among requests' reads, "beyond TechEmpower's rules", in a column of its own. TFB h2o runs at -m1 (TechEmpower's flag, tuned for 28
 # cores), -m2 and -m4 database connections per thread: the report compares with its best per test.
-MEMBERS = ["preon", "preon-c1", "preon-c2", "preon-c4", "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
+MEMBERS = ["preon", "preon-twin", "preon-c1", "preon-c2", "preon-c4", "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
 TFB_SETTINGS = {"tfb-h2o": [], "tfb-h2o-m2": ["-m2"], "tfb-h2o-m4": ["-m4"]}
 DB_TESTS = ["db", "fortunes", "queries", "updates"]
 
@@ -145,6 +147,7 @@ def make_members(args, partition):
 
     tfb_tests = ["plaintext", "pipelined", "json"] + DB_TESTS
     members = [Http("preon", [t["key"] for t in TESTS], preon_as("preon")),
+               Http("preon-twin", [t["key"] for t in TESTS], preon_as("preon-twin")),
                Http("preon-c1", DB_TESTS, preon_as("preon-c1", PREON_DATABASE_CONNECTIONS_PER_THREAD="1")),
                Http("preon-c2", DB_TESTS, preon_as("preon-c2", PREON_DATABASE_CONNECTIONS_PER_THREAD="2")),
                Http("preon-c4", DB_TESTS, preon_as("preon-c4", PREON_DATABASE_CONNECTIONS_PER_THREAD="4")),
@@ -165,6 +168,19 @@ def make_members(args, partition):
         m.status = "not run" if m.name not in wanted else absent.get(m.name) or "ok"
         m.partition = partition
     return members
+
+
+def shipped_choice(member, pgport):
+    """What preon as shipped chose inside the target's set (--check-config): its connections per thread and why. The
+    report sets it beside the preon-cN run of the same settings: one server run twice, so their ratio is the noise
+    a difference must exceed on this machine."""
+    t = member.make_target(pgport, free_port())
+    argv = member.partition.wrap("target", t.argv + ["--check-config"])
+    r = subprocess.run(argv, env=t.env, capture_output=True, text=True, timeout=60)
+    m = re.search(r"^# database\.connections_per_thread: (\d+) \((.*)\)$", r.stdout, re.M)
+    if r.returncode != 0 or not m:
+        return {"status": "--check-config (exit %d): %s" % (r.returncode, (r.stderr or r.stdout).strip()[-200:])}
+    return {"status": "ok", "connections_per_thread": int(m.group(1)), "why": m.group(2)}
 
 
 def tfb_threads(partition):
@@ -306,6 +322,10 @@ def run_all(args, members, variants, partition):
                             m.status = "failed to start"
                             log("%s: %s\n%s" % (m.name, e, m.target.log_tail() if m.target else ""))
                 results["status"] = {m.name: m.status for m in members}
+                shipped = [m for m in started if m.name == "preon"]
+                if shipped and "preon_shipped" not in results:
+                    results["preon_shipped"] = shipped_choice(shipped[0], pgport)
+                    log("preon as shipped: %s" % results["preon_shipped"])
                 results["variants"][variant] = run_variant(args, members, tests, pgport)
                 if variant == "pgss":
                     results["variants"][variant]["pgss_statements"] = pgss_rows(pgdir)

@@ -292,10 +292,24 @@ def paired(a, b):
     return "%.2f× (%.2f–%.2f)" % (sp, sp.lo, sp.hi)
 
 
+def twin_of_shipped(tp, cpts):
+    """The run of the same server as preon as shipped: preon-twin (a second preon as shipped, from 2026-12-03), else
+    the preon-cN with the connections per thread the shipped one chose (throughput.py records its --check-config),
+    else None (older runs)."""
+    if any(by.get("preon-twin") for by in tp["per_round"].values()):
+        return "preon-twin"
+    shipped = tp.get("shipped")
+    if not shipped or shipped.get("status") != "ok":
+        return None
+    name = "preon-c%d" % shipped["connections_per_thread"]
+    return name if name in cpts else None
+
+
 def throughput_section(tp):
     """The pinned throughput table from throughput.py's per-round figures: preon as shipped, with 2 and 4
     connections per thread, TFB h2o at its best -mN per test (by median), the ratio with "within noise" only where
-    the rounds' ranges overlap."""
+    the rounds' ranges overlap, and, where the run recorded preon's choice, shipped over the preon-cN run with the
+    same settings: the same server twice, the noise floor."""
     out = ["", "## Throughput with the roles pinned", ""]
     if not tp:
         return out + ["Not run (--no-throughput).", ""]
@@ -304,11 +318,21 @@ def throughput_section(tp):
             "build: %s, one thread per CPU of the target's set. preon with its default threads (the CPUs it may run "
             "on). Round by round: each round's shipped / TFB-best ratio from the runs of that round, which cancels the "
             "drift between rounds, median (min–max)." % (tp["out"], tp["partition"].get("sentence"), tp["duration"],
-                                                         tp["rounds"], tp["tfb_h2o"]), ""]
-    rows = []
+                                                         tp["rounds"], tp["tfb_h2o"])]
     # preon at 1 connection per thread is a column of runs that had it (from 2026-12-02: the default became a choice)
     cpts = [m for m in ("preon-c1", "preon-c2", "preon-c4")
             if m != "preon-c1" or any(by.get(m) for by in tp["per_round"].values())]
+    twin = twin_of_shipped(tp, cpts)
+    shipped = tp.get("shipped") or {}
+    if shipped.get("status") == "ok":
+        out[-1] += " preon as shipped chose %d connections per thread (--check-config: %s)." % (
+            shipped["connections_per_thread"], shipped["why"])
+    if twin:
+        out[-1] += (" The same server twice: %s is preon with the same settings as shipped, run in the same rounds; "
+                    "its ratio to shipped is this machine's noise, and a difference inside its range cannot be told "
+                    "apart here." % ("preon-twin" if twin == "preon-twin" else "preon cpt=%s" % twin[-1]))
+    out.append("")
+    rows = []
     for k, label, _, _ in TESTS:
         by = tp["per_round"].get(k, {})
         sp = {m: Spread(v) for m, v in by.items() if v}
@@ -319,10 +343,14 @@ def throughput_section(tp):
                     ["%s (%s)" % (fmt(sp[best]), {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m4": "-m4"}[best])
                      if best else "– (%s)" % tp["status"].get("tfb-h2o", "not run"),
                      ratio(shipped, sp[best]) if best else "-",
-                     paired(by.get("preon"), by.get(best)) if best else "-"])
+                     paired(by.get("preon"), by.get(best)) if best else "-"] +
+                    (["%s; %s" % (ratio(shipped, sp.get(twin)), paired(by.get("preon"), by.get(twin)))]
+                     if twin else []))
     out += md_table(["test", "preon as shipped"] + ["preon cpt=%s" % m[-1] for m in cpts] +
-                    ["TFB h2o at its best", "shipped / TFB best", "round by round"], rows,
-                    ["l"] + ["r"] * (len(cpts) + 4)).splitlines()
+                    ["TFB h2o at its best", "shipped / TFB best", "round by round"] +
+                    (["the same server twice: shipped / %s, medians; round by round" %
+                      ("preon-twin" if twin == "preon-twin" else "cpt=%s" % twin[-1])] if twin else []), rows,
+                    ["l"] + ["r"] * (len(cpts) + 4 + bool(twin))).splitlines()
     return out + [""]
 
 

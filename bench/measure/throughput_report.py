@@ -34,7 +34,7 @@ GOALS = [
     ("fruits", ("fruits", "go-gin"), 3.0, "≥ 3× gin"),
     ("hello", ("hello", "bare"), 0.9, "≥ 0.9× bare responder"),
 ]
-NAMES = {"preon": "preon", "preon-c1": "preon, 1 connection per thread", "preon-c2": "preon, 2 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
+NAMES = {"preon": "preon", "preon-twin": "preon again (the same server twice)", "preon-c1": "preon, 1 connection per thread", "preon-c2": "preon, 2 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
          "tfb-h2o-m4": "TFB h2o -m4", "go-gin": "go-gin", "bare": "bare epoll responder", "pgbench": "pgbench ceiling",
          "pgbench-one": "pgbench, 1 query per transaction"}
 TFB = ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4")
@@ -188,6 +188,26 @@ class Table:
                          "c1 p99 ms", "errors"], rows).splitlines()
 
 
+def twin_rows(results):
+    """preon as shipped over itself run a second time in the same rounds (preon-twin), per test: the medians' ratio
+    and the rounds' ratios, the noise a difference between two servers must exceed on this machine to be seen."""
+    if results["status"].get("preon-twin") != "ok":
+        return []
+    med = results["variants"]["plain"]["medians"]
+    rows = []
+    for t in TESTS:
+        a, b = med.get(t["key"], {}).get("preon"), med.get(t["key"], {}).get("preon-twin")
+        if not a or not b or not a["rps"] or not b["rps"]:
+            continue
+        rs = round_ratios(a["per_round"], b["per_round"])
+        rows.append([t["label"], rate(a["rps"]), rate(b["rps"]), "%.2f×" % (a["rps"] / b["rps"]),
+                     "%.2f–%.2f" % (min(rs), max(rs)) if rs else "–"])
+    return ["", "## The same server twice: the machine's noise", "",
+            "preon as shipped and preon-twin are the same binary with the same settings, run in the same rounds. "
+            "Their difference is the noise: a ratio between two servers inside these ranges says nothing.", ""] + \
+        md_table(["test", "preon", "preon again", "medians' ratio", "rounds' ratios, min–max"], rows).splitlines()
+
+
 def render(results):
     a = results["args"]
     status = ", ".join("%s: %s" % (NAMES.get(n, n), s) for n, s in results["status"].items())
@@ -202,6 +222,11 @@ def render(results):
                  a["c1_duration"], a["rounds"], results["postgres"], status), "",
              "CPU partition: %s." % (results.get("partition") or {}).get(
                  "sentence", "none recorded (a run from before issue 28: every role on every CPU)"), ""]
+    shipped = results.get("preon_shipped")
+    if shipped and shipped.get("status") == "ok":
+        lines += ["preon as shipped chose %d database connections per thread here (--check-config: %s): the preon "
+                  "column and the one with that many are the same server twice, and their difference is noise." % (
+                      shipped["connections_per_thread"], shipped["why"]), ""]
     plain = Table(results, "plain")
     lines += plain.main_rows(TESTS)
     if "pgss" in results["variants"]:
@@ -213,6 +238,7 @@ def render(results):
         lines += ["", "preon with pg_stat_statements / without: " + ", ".join(
             "%s %.2f×" % (t["key"], pgss.rps(t["key"], "preon") / plain.rps(t["key"], "preon"))
             for t in db_tests if pgss.rps(t["key"], "preon") and plain.rps(t["key"], "preon"))]
+    lines += twin_rows(results)
     lines += ["", "## Latency and errors per target", "", "p99 under each test's own load (its connections as in "
               "the table; c64 for /json and the TFB database tests) and at one connection (c1; none for the pipelined "
               "test); errors = non-2xx answers and socket errors (pgbench: failed transactions), summed over rounds.",

@@ -15,7 +15,7 @@ out = sys.argv[1]
 rec = record.load_throughput(os.path.join(out, "results.json"))
 report = open(os.path.join(out, "report.md")).read()
 problems = []
-expected = {"preon": "ok", "preon-c1": "not run", "preon-c2": "not run", "preon-c4": "not run", "preon-batch": "not run", "tfb-h2o": "not run", "tfb-h2o-m2": "not run",
+expected = {"preon": "ok", "preon-twin": "not run", "preon-c1": "not run", "preon-c2": "not run", "preon-c4": "not run", "preon-batch": "not run", "tfb-h2o": "not run", "tfb-h2o-m2": "not run",
             "tfb-h2o-m4": "not run", "go-gin": "not run", "bare": "not run", "pgbench": "ok", "pgbench-one": "not run"}
 if rec.status != expected:
     problems.append("targets' status %r, expected %r" % (rec.status, expected))
@@ -61,6 +61,12 @@ for variant, tests in (("plain", TESTS), ("pgss", [t for t in TESTS if t["db"]])
     checked(lambda: check_variant(variant, tests))
 checked(lambda: None if (rec.need("variants", "pgss", "pgss_statements") or 0) > 0 else problems.append(
     "pg_stat_statements was not loaded in the pgss variant"))
+
+# what preon as shipped chose, as --check-config said it inside the target's set
+checked(lambda: None if rec.need("preon_shipped", "status") == "ok" and
+        rec.need("preon_shipped", "connections_per_thread") >= 1 and
+        rec.need("preon_shipped", "why").startswith("auto: ") else problems.append(
+            "preon_shipped: %r" % rec.need("preon_shipped")))
 
 for p in problems:
     print("FAIL:", p)

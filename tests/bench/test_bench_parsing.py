@@ -291,6 +291,32 @@ garbage line
         self.assertEqual(cost_report.paired([1.0], [1.0]), "-")
         self.assertEqual(cost_report.paired([2.0, 3.0, 0.0], [1.0, 3.0, 5.0]), "1.50× (1.00–2.00)")
 
+    def test_the_same_server_twice(self):
+        # the twin's column: preon-twin where it ran, else the preon-cN of the choice shipped preon recorded
+        tp = {"out": "throughput", "partition": {"sentence": "load generator on CPU 0"}, "duration": 4, "rounds": 3,
+              "tfb_h2o": "/tmp/anchors/tfb-h2o", "status": {},
+              "shipped": {"status": "ok", "connections_per_thread": 2, "why": "auto: 2 per thread for 1 thread"},
+              "per_round": {"db": {"preon": [110.0, 96.0, 104.0], "preon-c2": [100.0, 120.0, 104.0],
+                                   "preon-c4": [1.0, 1.0, 1.0], "tfb-h2o": [104.0, 90.0, 98.0]}}}
+        text = "\n".join(cost_report.throughput_section(tp))
+        self.assertIn("chose 2 connections per thread (--check-config: auto: 2 per thread for 1 thread)", text)
+        self.assertIn("| the same server twice: shipped / cpt=2, medians; round by round |", text)
+        self.assertIn("| 1.06× (within noise) | 1.06× (1.06–1.07) | 1.00× (within noise); 1.00× (0.80–1.10) |", text)
+        tp["per_round"]["db"]["preon-twin"] = [55.0, 48.0, 52.0]
+        text = "\n".join(cost_report.throughput_section(tp))
+        self.assertIn("| 1.06× (within noise) | 1.06× (1.06–1.07) | 2.00×; 2.00× (2.00–2.00) |", text)
+        del tp["per_round"]["db"]["preon-twin"]
+        tp["shipped"] = {"status": "--check-config (exit 2): bad"}  # nothing to pair with: no column
+        self.assertNotIn("same server twice", "\n".join(cost_report.throughput_section(tp)))
+        # throughput.py's own report: a table of the pair where preon-twin ran, nothing where it did not
+        results = {"status": {"preon": "ok", "preon-twin": "ok"},
+                   "variants": {"plain": {"medians": {"db": {
+                       "preon": {"rps": 104.0, "per_round": [110.0, 96.0, 104.0]},
+                       "preon-twin": {"rps": 104.0, "per_round": [100.0, 120.0, 104.0]}}}}}}
+        self.assertIn("| /db (c64) | 104 | 104 | 1.00× | 0.80–1.10 |", "\n".join(throughput_report.twin_rows(results)))
+        results["status"]["preon-twin"] = "not run"
+        self.assertEqual(throughput_report.twin_rows(results), [])
+
     def test_postgres_count_beside_the_servers(self):
         def server(ir, pg_ir, backends, errors=None):
             count = cost_report.Count(n1=10, n2=50, ir1=0, ir2=0, ir_per_request=ir, time_driven=0, statuses={},
