@@ -171,9 +171,8 @@ def make_members(args, partition):
 
 
 def shipped_choice(member, pgport):
-    """What preon as shipped chose inside the target's set (--check-config): its connections per thread and why. The
-    report sets it beside the preon-cN run of the same settings: one server run twice, so their ratio is the noise
-    a difference must exceed on this machine."""
+    """What preon as shipped chose inside the target's set (--check-config): its connections per thread and why, so
+    that a report can name the preon-cN run with the same settings."""
     t = member.make_target(pgport, free_port())
     argv = member.partition.wrap("target", t.argv + ["--check-config"])
     r = subprocess.run(argv, env=t.env, capture_output=True, text=True, timeout=60)

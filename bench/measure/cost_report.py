@@ -308,8 +308,7 @@ def twin_of_shipped(tp, cpts):
 def throughput_section(tp):
     """The pinned throughput table from throughput.py's per-round figures: preon as shipped, with 2 and 4
     connections per thread, TFB h2o at its best -mN per test (by median), the ratio with "within noise" only where
-    the rounds' ranges overlap, and, where the run recorded preon's choice, shipped over the preon-cN run with the
-    same settings: the same server twice, the noise floor."""
+    the rounds' ranges overlap, and shipped over the same server run again (twin_of_shipped): the noise floor."""
     out = ["", "## Throughput with the roles pinned", ""]
     if not tp:
         return out + ["Not run (--no-throughput).", ""]
@@ -323,6 +322,7 @@ def throughput_section(tp):
     cpts = [m for m in ("preon-c1", "preon-c2", "preon-c4")
             if m != "preon-c1" or any(by.get(m) for by in tp["per_round"].values())]
     twin = twin_of_shipped(tp, cpts)
+    twin_label = twin if twin == "preon-twin" else "cpt=%s" % twin[-1] if twin else None
     shipped = tp.get("shipped") or {}
     if shipped.get("status") == "ok":
         out[-1] += " preon as shipped chose %d connections per thread (--check-config: %s)." % (
@@ -330,7 +330,7 @@ def throughput_section(tp):
     if twin:
         out[-1] += (" The same server twice: %s is preon with the same settings as shipped, run in the same rounds; "
                     "its ratio to shipped is this machine's noise, and a difference inside its range cannot be told "
-                    "apart here." % ("preon-twin" if twin == "preon-twin" else "preon cpt=%s" % twin[-1]))
+                    "apart here." % (twin if twin == "preon-twin" else "preon " + twin_label))
     out.append("")
     rows = []
     for k, label, _, _ in TESTS:
@@ -348,8 +348,8 @@ def throughput_section(tp):
                      if twin else []))
     out += md_table(["test", "preon as shipped"] + ["preon cpt=%s" % m[-1] for m in cpts] +
                     ["TFB h2o at its best", "shipped / TFB best", "round by round"] +
-                    (["the same server twice: shipped / %s, medians; round by round" %
-                      ("preon-twin" if twin == "preon-twin" else "cpt=%s" % twin[-1])] if twin else []), rows,
+                    (["the same server twice: shipped / %s, medians; round by round" % twin_label] if twin else []),
+                    rows,
                     ["l"] + ["r"] * (len(cpts) + 4 + bool(twin))).splitlines()
     return out + [""]
 
