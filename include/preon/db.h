@@ -137,6 +137,14 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
                                       const char *tag);
 
 /**
+ * Names the pool that takes `pool`'s never-sent queries when the connection they waited on is lost and no other
+ * connection of `pool` is ready (a read pool's primary: the database never saw them, so they may go there as a new
+ * request's would). Both pools must be the same thread's, with the same statements; `fallback` is borrowed and must
+ * outlive `pool`'s last loop pass. Owner thread, before the loop runs.
+ */
+void preon_db_pool_set_fallback(preon_db_pool_t *pool, preon_db_pool_t *fallback);
+
+/**
  * Fails every query still queued with PREON_ESHUTDOWN (their callbacks run before this returns) and closes the
  * connections; from then on submits return PREON_ESHUTDOWN. Call on the owner thread, with its loop still to run
  * once (the sockets close there). Idempotent.

@@ -196,6 +196,22 @@ static const char *pooler_hint(const char *why)
                : "";
 }
 
+/* Whether the last query handed to libpq (the ring's newest, else the newest of those awaiting their Sync) left its
+ * transaction open for the next one: then the first never-sent query is that transaction's rest. */
+static int last_sent_continues(const preon_db_query_t *done, const ring_entry_t *ring, size_t head, size_t count, size_t cap)
+{
+    const preon_db_query_t *last = NULL;
+    for (size_t i = count; i > 0 && last == NULL; i--) {
+        const ring_entry_t *e = &ring[(head + i - 1) % cap];
+        if (e->kind == ENTRY_QUERY)
+            last = e->q;
+    }
+    for (; last == NULL && done != NULL; done = done->_next)
+        if (done->_next == NULL)
+            last = done;
+    return last != NULL && (last->flags & (PREON_DB_MORE | PREON_DB_OWN_SYNC)) == PREON_DB_MORE;
+}
+
 void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
 {
     int was_ready = c->state == CONN_READY;
@@ -237,6 +253,16 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
         if (q->_state == QUERY_UNSENT) /* a canceled one stays so: it ends PREON_ECANCELED */
             q->_state = QUERY_DETACHED;
     memset(c->prepared, 0, c->pool->nstmts ? c->pool->nstmts : 1);
+
+    /* Never sent, so the database did not see them: they go to another connection, as a submit now would place them,
+     * before the callbacks below run (a request those decide cancels its moved queries there, never sent). Not at
+     * shutdown, nor behind a stuck query: those waited on it as the others did and time out with it. */
+    if (err != PREON_ESHUTDOWN && err != PREON_ETIMEDOUT && unsent != NULL) {
+        unsigned moved;
+        unsent = preon_db_pool_requeue(c->pool, unsent, last_sent_continues(done, ring, head, count, cap), &moved);
+        if (moved != 0)
+            preon_log_info("db %s#%u: %u queries it had not sent moved to other connections", c->pool->tag, c->index, moved);
+    }
 
     /* Oldest first: those answered but not yet committed, then those in flight, then those never sent. */
     fail_list(c->pool, done, err, 1, why);

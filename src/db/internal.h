@@ -127,7 +127,8 @@ struct st_preon_db_pool_t {
     h2o_timeout_t tick_timeout; /* drives back-off, connect and query timeouts */
     h2o_timeout_entry_t tick_entry;
     const preon_db_target_t *target;
-    int closed; /* preon_db_pool_close ran: submits are refused, the counters stay readable */
+    int closed;                /* preon_db_pool_close ran: submits are refused, the counters stay readable */
+    preon_db_pool_t *fallback; /* a read pool's primary: takes the never-sent queries no connection here can */
 };
 
 /* The loop's time in ms, as every timer of the db layer counts it. */
@@ -202,6 +203,14 @@ unsigned preon_db_target_position(const preon_db_target_t *t, unsigned start, co
 void preon_db_pool_done(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail, const PGresult *res);
 /** Makes sure the end-of-pass flush will run. */
 void preon_db_pool_arm_flush(preon_db_pool_t *pool);
+/**
+ * Queues again the never-sent queries of `list` (linked by _next, oldest first, taken off a connection that was given
+ * up): each request's on another ready connection of `pool`, else of its fallback pool, as a submit would have placed
+ * them. Not placed: canceled ones, with `head_continues` the first request's (its transaction's first statements were
+ * sent on the lost connection), and all when no connection is ready. Returns those, linked by _next in order, for the
+ * caller to fail; `*moved` receives how many were placed. Owner thread.
+ */
+preon_db_query_t *preon_db_pool_requeue(preon_db_pool_t *pool, preon_db_query_t *list, int head_continues, unsigned *moved);
 
 /* shed.c */
 /**

@@ -213,6 +213,70 @@ static void resend(preon_db_pool_t *pool, preon_db_query_t *q)
     enqueue(c, q);
 }
 
+void preon_db_pool_set_fallback(preon_db_pool_t *pool, preon_db_pool_t *fallback)
+{
+    PREON_ASSERT(pool != fallback && pool->loop == fallback->loop && pool->stmts == fallback->stmts);
+    pool->fallback = fallback;
+}
+
+/* Where a request's `n` queries taken off a connection that was given up go now: a ready connection of `pool`, else of
+ * its fallback while that has room; NULL if neither (they fail as never sent). `*to` receives the pool. */
+static preon_db_conn_t *place(preon_db_pool_t *pool, size_t n, preon_db_pool_t **to)
+{
+    preon_db_conn_t *c;
+    if (!pool->closed && (c = pick(pool, n == 1)) != NULL) {
+        *to = pool;
+        return c;
+    }
+    preon_db_pool_t *f = pool->fallback;
+    if (f != NULL && !f->closed && f->queued + n <= (size_t)f->cfg->database.max_queued && (c = pick(f, n == 1)) != NULL) {
+        *to = f;
+        return c;
+    }
+    return NULL;
+}
+
+preon_db_query_t *preon_db_pool_requeue(preon_db_pool_t *pool, preon_db_query_t *list, int head_continues, unsigned *moved)
+{
+    preon_db_query_t *left = NULL, **left_tail = &left;
+    *moved = 0;
+    while (list != NULL) {
+        /* One request's transaction: queries linked by PREON_DB_MORE without a Sync of their own between them (with
+         * one, each is a transaction of its own and may go anywhere, as preon_db_submit spreads them). */
+        preon_db_query_t *first = list, *last = list;
+        size_t n = 1;
+        int canceled = first->_state == QUERY_CANCELED;
+        while ((last->flags & (PREON_DB_MORE | PREON_DB_OWN_SYNC)) == PREON_DB_MORE && last->_next != NULL) {
+            last = last->_next;
+            n++;
+            canceled |= last->_state == QUERY_CANCELED;
+        }
+        list = last->_next;
+        last->_next = NULL;
+        /* The rest of a transaction whose first statements went down with the connection is not sent alone. */
+        preon_db_pool_t *to = NULL;
+        preon_db_conn_t *c = head_continues || canceled ? NULL : place(pool, n, &to);
+        head_continues = 0;
+        if (c == NULL) {
+            *left_tail = first;
+            left_tail = &last->_next;
+            continue;
+        }
+        if (to != pool) {
+            pool->queued -= n;
+            preon_counter_add(&pool->counters->queued, (uint64_t) - (int64_t)n);
+            to->queued += n;
+            preon_counter_add(&to->counters->queued, n);
+        }
+        for (preon_db_query_t *q = first, *next; q != NULL; q = next) {
+            next = q->_next;
+            enqueue(c, q);
+        }
+        *moved += (unsigned)n;
+    }
+    return left;
+}
+
 const char *const preon_db_outcome_names[PREON_DB_OUTCOMES] = {"ok",      "error",           "conflict", "retry",
                                                                "timeout", "connection_lost", "not_sent"};
 

@@ -466,6 +466,9 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
         snprintf(tag, sizeof(tag), "r%u", index);
         thr->db_read = preon_db_pool_create(thr->loop, cfg, read_target, service->statements, service->nstatements,
                                             &thr->db_read_counters, tag);
+        /* a read its standby's connection took down unsent goes to the primary when no other read connection is up,
+         * as preon_dbreq_run sends a new one */
+        preon_db_pool_set_fallback(thr->db_read, thr->db);
     }
     thr->app = service->thread_init(index);
     return 0;

@@ -389,6 +389,36 @@ class PipelineTest(unittest.TestCase):
         self.assertOutcomesMatch(d)
         d.finish(self)
 
+    def test_unsent_request_moves_whole_to_another_connection(self):
+        """Two connections, both busy (fakepg holds each one's head query 300 ms); a write request of three queries
+        behind one Sync (sync: request) waits on the first, held back unsent (pipeline_depth 1). The first connection
+        then breaks mid-result. Its query in flight fails (connection lost: 502), and the request it never sent goes,
+        whole, to the other connection: its three Executes run there in order behind one Sync, one transaction, as
+        if it had been submitted there. Before, it failed not-sent (503) though a connection was ready."""
+        s = self.server(statements=statements(fruits_all=[{"kind": "delay", "ms": 300 * SLOW, "times": 2},
+                                                           {"kind": "drop", "times": 1}]))
+        d = self.drive(s, connections_per_thread=2, sync="request", pipeline_depth=1, max_queue_wait_ms=0)
+        self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+        lost = d.submit("fruits_all")
+        d.run(50 * SLOW)  # its head held longer than 10 ms: the next request spreads to the free connection
+        other = d.submit("fruits_all")
+        d.run(50 * SLOW)
+        moved = d.submit("fruit_add", 3, "M")  # both equally busy: the first connection's, behind `lost`
+        self.assertTrue(d.idle(5000 * SLOW)["ok"], d.callbacks())
+        self.assertEqual([e.get("code") for e in d.callbacks(lost["req"])], ["ECONNLOST"], d.callbacks())
+        self.assertEqual([e["ev"] for e in d.callbacks(other["req"])], ["result"])
+        conn = d.callbacks(other["req"])[0]["rows"][-1][1]
+        results = d.callbacks(moved["req"])
+        self.assertEqual([e["ev"] for e in results], ["result"] * 3, results)
+        self.assertEqual([e["rows"][-1][1] for e in results], [conn] * 3, "all three on the other connection")
+        ranks = [int(e["rows"][-1][0]) for e in results]
+        self.assertEqual(ranks, list(range(ranks[0], ranks[0] + 3)), "in query order, one after the other")
+        on_conn = [e[0] for e in s.events if e[0] in ("execute", "sync") and e[1] == int(conn)]
+        self.assertEqual(on_conn[-4:], ["execute"] * 3 + ["sync"], "one transaction: one Sync after the three")
+        self.assertRegex(d.stderr(), r"#0: 3 queries it had not sent moved to other connections")
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
     def test_write_larger_than_the_socket_takes(self):
         """preon writes libpq's bytes itself, once per loop pass (src/db/wbuf.c). A batch far larger than the socket
         takes (a reader with a 4 KB window behind a socket whose send buffer is at most 4 MB here: 1,800 queries of

@@ -6,6 +6,7 @@ The read side is told apart without a standby: read_url names the same test Post
 own `fruits` table holds other rows (as a lagging standby would answer). A GET answered from there came through the
 read pool; a POST that lands in public.fruits came through the primary pool; with read_url on a closed port, GETs
 are answered from public.fruits. (deploy/stack/'s tests do the same against real Patroni standbys.)"""
+import contextlib
 import json
 import subprocess
 import threading
@@ -15,6 +16,31 @@ import unittest
 from harness import BIN, PG_SH, PGDIR, SLOW, Preon, end, free_port, main, pg_url, psql, require_env, scrape, value
 
 JSON = {"Content-Type": "application/json"}
+
+
+LOCKED = ("SELECT count(*) FROM pg_locks WHERE relation = 'readside.fruits'::regclass AND granted "
+          "AND mode = 'AccessExclusiveLock'")
+
+
+@contextlib.contextmanager
+def read_side_locked(deadline):
+    """readside.fruits locked by another session (each read waits, as on a frozen standby) until the block ends."""
+    holder = subprocess.Popen([PG_SH, "psql", PGDIR, "-c", "BEGIN; LOCK TABLE readside.fruits IN ACCESS "
+                               "EXCLUSIVE MODE; SELECT pg_sleep(60); COMMIT;"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while psql(LOCKED) != "1":
+            if time.monotonic() > deadline:
+                raise AssertionError("the lock was never taken")
+            time.sleep(0.02)
+        yield
+    finally:
+        # The lock goes with its backend, at once: killing psql alone would leave the backend in its pg_sleep(60)
+        # (PostgreSQL notices a client gone only when it next reads), and the held requests would race their own
+        # 60-s timeout.
+        psql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE relation = 'readside.fruits'::regclass "
+             "AND granted AND mode = 'AccessExclusiveLock'")
+        end(holder)
 
 
 class ReadPoolTest(unittest.TestCase):
@@ -68,14 +94,7 @@ class ReadPoolTest(unittest.TestCase):
             while p.output().count("connected (server") < 2:  # the read connection too, not only the primary's
                 self.assertLess(time.monotonic(), deadline, p.output())
                 time.sleep(0.02)
-            holder = subprocess.Popen([PG_SH, "psql", PGDIR, "-c", "BEGIN; LOCK TABLE readside.fruits IN ACCESS "
-                                       "EXCLUSIVE MODE; SELECT pg_sleep(60); COMMIT;"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                while psql("SELECT count(*) FROM pg_locks WHERE relation = 'readside.fruits'::regclass AND granted "
-                           "AND mode = 'AccessExclusiveLock'") != "1":
-                    self.assertLess(time.monotonic(), deadline, "the lock was never taken")
-                    time.sleep(0.02)
+            with read_side_locked(deadline):
                 held = []
                 waiting = [threading.Thread(target=lambda: held.append(p.request("GET", "/fruits/1", timeout=120)))
                            for _ in range(20)]
@@ -98,18 +117,74 @@ class ReadPoolTest(unittest.TestCase):
                 self.assertEqual(value(m, "preon_db_queue_depth", pool="primary"), 0)
                 self.assertEqual(value(m, "preon_db_rejected_total", pool="primary", reason="queue_wait"), 0)
                 self.assertEqual(value(m, "preon_db_connections", pool="primary", state="ready"), 1)
-            finally:
-                # The lock goes with its backend, at once: killing psql alone would leave the backend in its
-                # pg_sleep(60) (PostgreSQL notices a client gone only when it next reads), and the held requests
-                # would race their own 60-s timeout.
-                psql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE relation = 'readside.fruits'::regclass "
-                     "AND granted AND mode = 'AccessExclusiveLock'")
-                end(holder)
             for t in waiting:
                 t.join(60 * SLOW)
             self.assertEqual(sorted(s for s, _, _ in held), [200] * int(stuck) + [503] * (20 - int(stuck)))
             self.assertEqual(value(scrape(p), "preon_db_queue_depth", pool="read"), 0)
             self.assertEqual(p.stop(), 0)
+
+    def lose_a_read_connection_with_reads_held(self, per_thread):
+        """Reads pile up on the read side behind a lock, held back unsent (pipeline_depth 1); then the backend of the
+        newest read connection is terminated. Returns ([(status, name)] of the 20 reads in order of sending, the log).
+        The first read waits alone on one connection; the second, sent once it does, alone on the next (with one
+        read connection, behind the first); the other 18 queue behind them, held back."""
+        big = 60000 * SLOW
+        settings = dict(database_read_url=self.read_url(), server_threads=1, database_connections_per_thread=per_thread,
+                        database_pipeline_depth=1, database_max_queue_wait_ms=0, server_request_timeout_ms=big,
+                        database_query_timeout_ms=big)
+        waiters = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'preon' AND wait_event_type = 'Lock'"
+        with Preon(**settings).start() as p:
+            deadline = time.monotonic() + 20 * SLOW
+            while p.output().count("connected (server") < 2 * per_thread:
+                self.assertLess(time.monotonic(), deadline, p.output())
+                time.sleep(0.02)
+            answers = [None] * 20
+
+            def read(i):
+                status, _, body = p.request("GET", "/fruits/1", timeout=120)
+                answers[i] = (status, json.loads(body).get("name") if status == 200 else None)
+            threads = [threading.Thread(target=read, args=(i,)) for i in range(20)]
+            with read_side_locked(deadline):
+                for i, (start, queued, waiting) in enumerate(((0, 1, 1), (1, 2, min(per_thread, 2)), (2, 20, None))):
+                    for t in threads[start:20 if waiting is None else start + 1]:
+                        t.start()
+                    while (value(scrape(p), "preon_db_queue_depth", pool="read") != queued
+                           or (waiting is not None and psql(waiters) != str(waiting))):
+                        self.assertLess(time.monotonic(), deadline + 10 * SLOW, p.output()[-2000:])
+                        time.sleep(0.02)
+                    time.sleep(0.05)  # a head waiting longer than PREON_DB_STALL_MS (10 ms): the next read spreads
+                # the newest read connection's backend: the one that took the last batch sent
+                psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'preon' "
+                     "AND wait_event_type = 'Lock' ORDER BY query_start DESC LIMIT 1")
+                deadline = time.monotonic() + 10 * SLOW
+                while sum(a is not None for a in answers) < (1 if per_thread > 1 else 19):
+                    self.assertLess(time.monotonic(), deadline, (answers, p.output()[-2000:]))
+                    time.sleep(0.02)
+            for t in threads:
+                t.join(60 * SLOW)
+            m = scrape(p)
+            self.assertEqual((value(m, "preon_db_queue_depth", pool="read"), value(m, "preon_db_queue_depth",
+                                                                                   pool="primary")), (0, 0))
+            self.assertEqual(p.stop(), 0)
+            return answers, p.output()
+
+    def test_reads_not_sent_move_to_the_other_read_connection(self):
+        """A read connection lost with reads queued on it but never sent: the database never saw them, so they go to
+        the other read connection instead of failing. Only what was sent fails (502: the second read, alone in its
+        batch); before, the held-back reads were answered 503 too (the cause of integration.stack's extra failed
+        reads when a standby stops)."""
+        answers, log = self.lose_a_read_connection_with_reads_held(2)
+        self.assertEqual(answers[1], (502, None), answers)
+        self.assertEqual(answers[:1] + answers[2:], [(200, "read-side")] * 19, answers)
+        self.assertRegex(log, r"db r0#[01]: [1-9][0-9]* queries it had not sent moved to other connections")
+
+    def test_reads_not_sent_move_to_the_primary(self):
+        """With no other read connection ready, reads never sent go to the primary, as a new read would."""
+        answers, log = self.lose_a_read_connection_with_reads_held(1)
+        self.assertEqual(answers[0], (502, None), answers)
+        self.assertEqual([s for s, _ in answers[1:]], [200] * 19, answers)
+        self.assertNotIn("read-side", [n for _, n in answers[1:]], answers)
+        self.assertIn("db r0#0: 19 queries it had not sent moved to other connections", log)
 
     def test_reads_fall_back_to_primary(self):
         dead = "postgresql://postgres@127.0.0.1:%d/preon" % free_port()
