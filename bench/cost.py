@@ -39,6 +39,8 @@ import time
 from measure import (HERE, REPO, build_preon, free_port, log, preon_env, private_postgres_dir, results_header, save)
 from measure import callgrind, cost_report, cpuprofile, fixed_count, pg_callgrind, syscalls, wrk
 from measure.cpus import Partition
+from measure.rounds import ORDERS
+from measure.rounds import order as rounds_order
 from measure.cost_report import TESTS, Count, CostResults, PgCount, ServerRun, Syscalls
 from measure.services import Target
 from measure.throughput_report import TESTS as THROUGHPUT_TESTS  # the connections per test type
@@ -188,7 +190,7 @@ def tfb_under_slow_postgres(tfb, variant, pgport, port):
 def profile(args, tests, servers, binary):
     """Where the target CPU's time goes per request (bench/measure/cpuprofile.py), preon as shipped and TFB h2o at
     TechEmpower's flags, one server thread each, the roles pinned as for the throughput: per round, one wrk run per
-    test and server (the servers' order rotated), each after a 1 s warm-up; {"status": why} when it cannot run
+    test and server (the servers' order as --order says), each after a 1 s warm-up; {"status": why} when it cannot run
     here."""
     why = cpuprofile.unavailable()
     part = Partition.parse(args.partition)
@@ -201,6 +203,7 @@ def profile(args, tests, servers, binary):
                                                        port)
     rounds = 1 if args.quick else args.rounds
     res = {"status": "ok", "freq": cpuprofile.FREQ, "duration": args.profile_duration, "rounds": rounds,
+           "order": args.order,
            "servers": {n: {} for n in makes}, "errors": {}}
     with part, private_postgres_dir(PG_CONF) as (pgdir, pgport), \
             tempfile.TemporaryDirectory(prefix="preon-prof-") as work:
@@ -216,7 +219,7 @@ def profile(args, tests, servers, binary):
                 targets[name].start(timeout=60)
             names = list(targets)
             for r in range(rounds):
-                order = names[r % len(names):] + names[:r % len(names)]
+                order = rounds_order(names, r, args.order)
                 for key, _, path, depth in tests:
                     for name in order:
                         profile_one(args, res, targets[name], key, path, depth, conns[key], part, postmaster, work)
@@ -252,7 +255,8 @@ def throughput(args, out):
     tp_out = os.path.join(out, "throughput")
     targets = "preon,preon-twin,preon-c1,preon-c2,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m4"
     argv = [sys.executable, os.path.join(HERE, "throughput.py"), "--partition", args.partition, "--targets", targets,
-            "--c1-duration", "0", "--duration", str(args.duration), "--rounds", str(args.rounds), "--out", tp_out,
+            "--c1-duration", "0", "--duration", str(args.duration), "--rounds", str(args.rounds), "--order", args.order,
+            "--out", tp_out,
             "--tfb-h2o", args.tfb_h2o_throughput or args.tfb_h2o]
     log("pinned throughput: %s" % " ".join(argv[1:]))
     if subprocess.run(argv, stdout=subprocess.DEVNULL).returncode != 0:
@@ -262,7 +266,7 @@ def throughput(args, out):
     med = r["variants"]["plain"]["medians"]
     return {"out": os.path.relpath(tp_out, out), "partition": r["partition"], "duration": args.duration,
             "tfb_h2o": args.tfb_h2o_throughput or args.tfb_h2o,
-            "rounds": args.rounds, "status": r["status"], "shipped": r.get("preon_shipped"),
+            "rounds": args.rounds, "order": args.order, "status": r["status"], "shipped": r.get("preon_shipped"),
             "per_round": {k: {m: v["per_round"] for m, v in by.items()} for k, by in med.items()}}
 
 
@@ -285,6 +289,9 @@ def main():
                     help="seconds per profiled wrk run (default 4; 1 with --quick)")
     ap.add_argument("--duration", type=int, default=4, help="seconds per pinned wrk run (default 4)")
     ap.add_argument("--rounds", type=int, default=3, help="pinned throughput rounds (default 3)")
+    ap.add_argument("--order", default="alternating", choices=sorted(ORDERS),
+                    help="how the servers take turns from round to round (default %(default)s; "
+                         "rotated: the only order before 2026-12-03)")
     ap.add_argument("--partition", default="auto", help="the pinned run's CPU partition (default auto)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()

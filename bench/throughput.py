@@ -6,10 +6,11 @@ PostgreSQL itself answers with 16 pipelined queries per Sync (pgbench, bench/lim
 
 Tests: /plaintext (c50), /plaintext pipelined x16 (c256), /json, /db, /fortunes, /queries?queries=20,
 /updates?queries=20 (c64 each), /fruits (c100), /hello (c50); wrk -t2, every test also at c1 for latency.
-Each round runs every test against every target that serves it, the order of the targets rotated from round to
-round; the report gives medians over the rounds, ratios, the issue's goals (met/missed), p99 and c1 latency,
-and peak RSS. One private PostgreSQL 15 on 127.0.0.1 (scripts/pg.sh, synchronous_commit off as in TFB), without
-pg_stat_statements; `--variant pgss` repeats the database rows with it loaded (the cluster restarted).
+Each round runs every test against every target that serves it, the order of the targets changing from round to
+round (--order: by default rotated every two rounds and run backwards every other round); the report gives medians
+over the rounds, ratios, the issue's goals (met/missed), p99 and c1 latency, and peak RSS. One private PostgreSQL 15
+on 127.0.0.1 (scripts/pg.sh, synchronous_commit off as in TFB), without pg_stat_statements; `--variant pgss` repeats
+the database rows with it loaded (the cluster restarted).
 
   bench/throughput.py                              # 5 s per run, 3 rounds
   bench/throughput.py --variant pgss               # plus the database rows with pg_stat_statements
@@ -28,6 +29,8 @@ from measure import (HERE, PG_SH, REPO, Target, build_preon, free_port, log, pgb
                      results_header, save, wrk)
 from measure import main_pid, rss_kb
 from measure.cpus import Partition
+from measure.rounds import ORDERS
+from measure.rounds import order as rounds_order
 from measure.throughput_report import TESTS, ms, render
 
 PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
@@ -220,7 +223,7 @@ def run_variant(args, members, tests, pgport):
                 if t["key"] in m.serves and not m.name.startswith("pgbench"):
                     m.measure(t, 16, 1)
     for r in range(args.rounds):
-        order = active[r % len(active):] + active[:r % len(active)]
+        order = rounds_order(active, r, args.order)
         log("round %d/%d, order: %s" % (r + 1, args.rounds, " ".join(m.name for m in order)))
         got = {}
         for t in tests:
@@ -265,7 +268,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=int, default=5, help="seconds per loaded run (default 5)")
     ap.add_argument("--c1-duration", type=int, default=2, help="seconds per one-connection run (default 2)")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds, the order of the targets rotated (default 3)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
+    ap.add_argument("--order", default="alternating", choices=sorted(ORDERS),
+                    help="how the targets take turns from round to round (default %(default)s; "
+                         "rotated: the only order before 2026-12-03)")
     ap.add_argument("--targets", default=",".join(MEMBERS), help="subset of " + ",".join(MEMBERS))
     ap.add_argument("--tfb-h2o", help="TechEmpower h2o build (default %s if built)" % TFB_DEFAULT)
     ap.add_argument("--go-gin", help="the Go peer's run.sh (default bench/peers/go/run.sh if present)")

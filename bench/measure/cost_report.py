@@ -7,6 +7,10 @@ from typing import Optional
 
 from . import record
 from .report import Spread, fmt, md_table, ratio, round_ratios
+from .rounds import ORDERS
+
+# the profile's sentence says "servers" where throughput.py's says "targets"
+PROFILE_ORDERS = {k: v.replace("the order of the targets", "the servers' order") for k, v in ORDERS.items()}
 
 TESTS = [("plaintext", "/plaintext", "/plaintext", 1), ("pipelined", "/plaintext pipelined ×16", "/plaintext", 16),
          ("json", "/json", "/json", 1), ("db", "/db", "/db", 1), ("fortunes", "/fortunes", "/fortunes", 1),
@@ -312,12 +316,13 @@ def throughput_section(tp):
     out = ["", "## Throughput with the roles pinned", ""]
     if not tp:
         return out + ["Not run (--no-throughput).", ""]
-    out += ["bench/throughput.py (its own report: %s), CPU partition: %s. wrk -t2, %d s per run, %d rounds with the "
-            "order of the targets rotated; answers that were not errors per second, median (min–max). TFB h2o's "
+    out += ["bench/throughput.py (its own report: %s), CPU partition: %s. wrk -t2, %d s per run, %d rounds with %s; "
+            "answers that were not errors per second, median (min–max). TFB h2o's "
             "build: %s, one thread per CPU of the target's set. preon with its default threads (the CPUs it may run "
             "on). Round by round: each round's shipped / TFB-best ratio from the runs of that round, which cancels the "
             "drift between rounds, median (min–max)." % (tp["out"], tp["partition"].get("sentence"), tp["duration"],
-                                                         tp["rounds"], tp["tfb_h2o"])]
+                                                         tp["rounds"], ORDERS[tp.get("order", "rotated")],
+                                                         tp["tfb_h2o"])]
     # preon at 1 connection per thread is a column of runs that had it (from 2026-12-02: the default became a choice)
     cpts = [m for m in ("preon-c1", "preon-c2", "preon-c4")
             if m != "preon-c1" or any(by.get(m) for by in tp["per_round"].values())]
@@ -366,7 +371,7 @@ def profile_section(prof):
     if prof.get("status") != "ok":
         return out + ["Not measured: %s." % prof.get("status"), ""]
     out += ["`perf record -F %d -C <target>` (cpu-clock samples, kernel included) during one %d s wrk run per test, "
-            "server and round after a 1 s warm-up, %d rounds with the servers' order rotated, CPU partition: %s. One "
+            "server and round after a 1 s warm-up, %d rounds with %s, CPU partition: %s. One "
             "server thread each: preon as shipped, TFB h2o at TechEmpower's flags (-a20 -m1). Each cell: CPU µs per "
             "answered request, medians over the rounds — the server's own code + the kernel while the server runs "
             "(its system calls and the loopback TCP work they carry) | PostgreSQL's code + the kernel while it runs "
@@ -375,7 +380,8 @@ def profile_section(prof):
             "could be over TFB h2o's if its code cost nothing, the kernel's and PostgreSQL's parts as measured. "
             "\"Stolen\": the most any round's CPU time went to the hypervisor's other guests (/proc/stat), which "
             "these figures, on the guest's clock, count as the server's or PostgreSQL's own." % (
-                prof["freq"], prof["duration"], prof.get("rounds", 1), prof.get("partition", {}).get("sentence")), ""]
+                prof["freq"], prof["duration"], prof.get("rounds", 1),
+                PROFILE_ORDERS[prof.get("order", "rotated")], prof.get("partition", {}).get("sentence")), ""]
     names = [n for n in SERVERS if n in prof["servers"]]
     rows = []
     for k, label, _, _ in TESTS:

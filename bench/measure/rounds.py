@@ -1,9 +1,34 @@
 # SPDX-License-Identifier: MIT
-"""Rounds of one measurement: merge() makes one record of a target's rounds (each number the median of the rounds
-that have it, the rounds kept under "rounds"), spread() reads a figure back as a Spread (median, min–max)."""
+"""Rounds of one measurement: order() says in which order the targets run in a round, merge() makes one record of a
+target's rounds (each number the median of the rounds that have it, the rounds kept under "rounds"), spread() reads a
+figure back as a Spread (median, min–max)."""
 import statistics
 
 from .report import Spread
+
+# How the targets take turns from round to round (order() below), and what a report says of each. A record from before
+# the choice existed ran "rotated".
+ORDERS = {"rotated": "the order of the targets rotated",
+          "alternating": "the order of the targets rotated every two rounds and run backwards every other round"}
+
+
+def order(items, r, how):
+    """`items` in the order round `r` (from 0) runs them. "rotated": round r starts at item r, so each item leads in
+    turn, but always right after the same neighbour (a run-order effect then sides with one of two identical servers:
+    the 2026-12-03 twin record, 1.04-1.32x in all five rounds). "alternating": rotated every two rounds, and every other
+    round backwards, so that each item runs after any other in half the rounds and before it in the others, and takes
+    each place as often (exactly so over 2 x len(items) rounds; nearly so over fewer)."""
+    n = len(items)
+    if n == 0:
+        return []
+    if how == "rotated":
+        k = r % n
+        return items[k:] + items[:k]
+    if how != "alternating":
+        raise ValueError("unknown order %r (one of %s)" % (how, ", ".join(ORDERS)))
+    k = (r // 2) % n
+    turn = items[k:] + items[:k]
+    return turn[::-1] if r % 2 else turn
 
 
 def _number(v):

@@ -2,6 +2,7 @@
 """bench/throughput.py's tests, issue 13's goals, and the report: the issue's table (medians, ratios, what limits
 each row, goal met/missed), latency and errors per target, peak RSS."""
 from .report import md_table, round_ratios
+from .rounds import ORDERS
 
 
 def _t(key, label, path, conns, depth=1, db=False):
@@ -215,11 +216,11 @@ def render(results):
              "Measured %s on %d CPUs (load average %.1f at the start, %.1f at the end). `%s`" % (
                  results["date"], results["cpus"], results["loadavg_start"][0], results["loadavg_end"][0],
                  results["command"]), "",
-             "preon at %s (database.sync: %s); wrk -t2, %d s per run (c1 runs %d s), %d round(s) with the order of "
-             "the targets rotated, medians of answers that were not errors per second; one private PostgreSQL 15 on "
+             "preon at %s (database.sync: %s); wrk -t2, %d s per run (c1 runs %d s), %d round(s) with %s, "
+             "medians of answers that were not errors per second; one private PostgreSQL 15 on "
              "127.0.0.1 (%s). Targets: %s." % (
                  results.get("preon_commit") or "?", a.get("sync") or "as configured", a["duration"],
-                 a["c1_duration"], a["rounds"], results["postgres"], status), "",
+                 a["c1_duration"], a["rounds"], ORDERS[a.get("order", "rotated")], results["postgres"], status), "",
              "CPU partition: %s." % (results.get("partition") or {}).get(
                  "sentence", "none recorded (a run from before issue 28: every role on every CPU)"), ""]
     shipped = results.get("preon_shipped")

@@ -12,7 +12,7 @@ import subprocess  # noqa: E402
 from measure.container import parse_limits  # noqa: E402
 from measure import md_table, metric_table, parse_ab, parse_pgbench, parse_wrk  # noqa: E402
 from run import parse_target, render  # noqa: E402
-from measure import cost_report, cpuprofile, throughput_report  # noqa: E402
+from measure import cost_report, cpuprofile, rounds, throughput_report  # noqa: E402
 from measure.proc import tree  # noqa: E402
 
 BENCH = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -316,6 +316,33 @@ garbage line
         self.assertIn("| /db (c64) | 104 | 104 | 1.00× | 0.80–1.10 |", "\n".join(throughput_report.twin_rows(results)))
         results["status"]["preon-twin"] = "not run"
         self.assertEqual(throughput_report.twin_rows(results), [])
+
+    def test_round_order(self):
+        names = ["preon", "preon-twin", "tfb-h2o"]
+        self.assertEqual([rounds.order(names, r, "rotated") for r in range(3)],
+                         [names, names[1:] + names[:1], names[2:] + names[:2]])
+        alt = [rounds.order(names, r, "alternating") for r in range(6)]
+        self.assertEqual(alt[:3], [names, names[::-1], ["preon-twin", "tfb-h2o", "preon"]])
+        for a, b in (("preon", "preon-twin"), ("preon-twin", "tfb-h2o"), ("preon", "tfb-h2o")):
+            # every pair runs both ways round, as often one as the other; rotated, one pair never swaps
+            self.assertEqual(sum(o.index(a) < o.index(b) for o in alt), 3, (a, b, alt))
+            self.assertEqual(sorted(o.index(a) for o in alt), sorted(o.index(b) for o in alt))  # each place as often
+        self.assertEqual([rounds.order(["a", "b"], r, "alternating") for r in range(4)],
+                         [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"]])
+        self.assertEqual(rounds.order([], 0, "alternating"), [])
+        with self.assertRaises(ValueError):
+            rounds.order(names, 0, "shuffled")
+        # the reports say which order ran; a record from before the choice says "rotated", as it always did
+        tp = {"out": "throughput", "partition": {"sentence": "CPU 0"}, "duration": 4, "rounds": 4, "tfb_h2o": "x",
+              "status": {}, "per_round": {}}
+        self.assertIn("4 rounds with the order of the targets rotated; answers",
+                      "\n".join(cost_report.throughput_section(tp)))
+        tp["order"] = "alternating"
+        self.assertIn("4 rounds with the order of the targets rotated every two rounds and run backwards every other "
+                      "round; answers", "\n".join(cost_report.throughput_section(tp)))
+        prof = {"status": "ok", "freq": 999, "duration": 3, "rounds": 2, "servers": {}, "order": "alternating"}
+        self.assertIn("2 rounds with the servers' order rotated every two rounds and run backwards every other round, "
+                      "CPU partition", "\n".join(cost_report.profile_section(prof)))
 
     def test_postgres_count_beside_the_servers(self):
         def server(ir, pg_ir, backends, errors=None):
