@@ -76,6 +76,7 @@ typedef struct st_preon_db_stats_t {
     uint64_t rejected_full; /* submits refused with PREON_EQUEUEFULL (each one request's 503) */
     uint64_t rejected_slow; /* submits refused with PREON_EOVERLOADED (database.max_queue_wait_ms) */
     uint64_t rejected_down; /* submits refused with PREON_ENOTCONN */
+    uint64_t moved;         /* queries a lost connection had not sent, moved to another connection */
 } preon_db_stats_t;
 
 /** How a query ended, for preon_db_queries_total{outcome}. */
@@ -97,7 +98,7 @@ extern const char *const preon_db_outcome_names[PREON_DB_OUTCOMES];
  * atomics (preon_counter_add); any thread reads with preon_db_counters_read and preon_db_counters_collect.
  */
 typedef struct st_preon_db_counters_t {
-    uint64_t queued, reconnects, rejected_full, rejected_slow, rejected_down;
+    uint64_t queued, reconnects, rejected_full, rejected_slow, rejected_down, moved;
     uint64_t ready, connecting, total;       /* connections by state */
     uint64_t (*outcomes)[PREON_DB_OUTCOMES]; /* [statement] */
     preon_hist_t *durations;                 /* [statement], from submit to callback */

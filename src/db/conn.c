@@ -260,8 +260,10 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     if (err != PREON_ESHUTDOWN && err != PREON_ETIMEDOUT && unsent != NULL) {
         unsigned moved;
         unsent = preon_db_pool_requeue(c->pool, unsent, last_sent_continues(done, ring, head, count, cap), &moved);
-        if (moved != 0)
+        if (moved != 0) {
+            preon_counter_add(&c->pool->counters->moved, moved);
             preon_log_info("db %s#%u: %u queries it had not sent moved to other connections", c->pool->tag, c->index, moved);
+        }
     }
 
     /* Oldest first: those answered but not yet committed, then those in flight, then those never sent. */

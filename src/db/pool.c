@@ -389,4 +389,5 @@ void preon_db_counters_read(const preon_db_counters_t *c, preon_db_stats_t *st)
     st->rejected_full = preon_counter_read(&c->rejected_full);
     st->rejected_slow = preon_counter_read(&c->rejected_slow);
     st->rejected_down = preon_counter_read(&c->rejected_down);
+    st->moved = preon_counter_read(&c->moved);
 }

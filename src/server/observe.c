@@ -217,6 +217,10 @@ static void put_db(preon_sink_t *s, const preon_snapshot_t *snap)
            "# TYPE preon_db_reconnects_total counter\n");
     for (size_t i = 0; i < npools; i++)
         put(s, "preon_db_reconnects_total{pool=\"%s\"} %llu\n", names[i], (unsigned long long)pools[i]->reconnects);
+    put(s, "# HELP preon_db_moved_total Queries a lost connection had not sent, moved to another connection, by the pool "
+           "they left.\n# TYPE preon_db_moved_total counter\n");
+    for (size_t i = 0; i < npools; i++)
+        put(s, "preon_db_moved_total{pool=\"%s\"} %llu\n", names[i], (unsigned long long)pools[i]->moved);
     put(s, "# HELP preon_db_rejected_total Requests answered 503 before reaching the database, by pool and reason.\n"
            "# TYPE preon_db_rejected_total counter\n");
     for (size_t i = 0; i < npools; i++)

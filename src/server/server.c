@@ -65,7 +65,7 @@ static unsigned add_pool(preon_db_stats_t *sum, const preon_db_counters_t *c)
     preon_db_counters_read(c, &st);
     sum->queued += st.queued, sum->ready += st.ready, sum->connecting += st.connecting, sum->total += st.total;
     sum->reconnects += st.reconnects, sum->rejected_full += st.rejected_full, sum->rejected_down += st.rejected_down;
-    sum->rejected_slow += st.rejected_slow;
+    sum->rejected_slow += st.rejected_slow, sum->moved += st.moved;
     return st.ready;
 }
 

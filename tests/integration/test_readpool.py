@@ -8,6 +8,7 @@ read pool; a POST that lands in public.fruits came through the primary pool; wit
 are answered from public.fruits. (deploy/stack/'s tests do the same against real Patroni standbys.)"""
 import contextlib
 import json
+import re
 import subprocess
 import threading
 import time
@@ -165,26 +166,30 @@ class ReadPoolTest(unittest.TestCase):
             m = scrape(p)
             self.assertEqual((value(m, "preon_db_queue_depth", pool="read"), value(m, "preon_db_queue_depth",
                                                                                    pool="primary")), (0, 0))
+            moved = (value(m, "preon_db_moved_total", pool="read"), value(m, "preon_db_moved_total", pool="primary"))
             self.assertEqual(p.stop(), 0)
-            return answers, p.output()
+            return answers, p.output(), moved
 
     def test_reads_not_sent_move_to_the_other_read_connection(self):
         """A read connection lost with reads queued on it but never sent: the database never saw them, so they go to
         the other read connection instead of failing. Only what was sent fails (502: the second read, alone in its
         batch); before, the held-back reads were answered 503 too (the cause of integration.stack's extra failed
         reads when a standby stops)."""
-        answers, log = self.lose_a_read_connection_with_reads_held(2)
+        answers, log, moved = self.lose_a_read_connection_with_reads_held(2)
         self.assertEqual(answers[1], (502, None), answers)
         self.assertEqual(answers[:1] + answers[2:], [(200, "read-side")] * 19, answers)
-        self.assertRegex(log, r"db r0#[01]: [1-9][0-9]* queries it had not sent moved to other connections")
+        said = re.search(r"db r0#[01]: ([1-9][0-9]*) queries it had not sent moved to other connections", log)
+        self.assertIsNotNone(said, log)
+        self.assertEqual(moved, (int(said.group(1)), 0))  # preon_db_moved_total, by the pool they left
 
     def test_reads_not_sent_move_to_the_primary(self):
         """With no other read connection ready, reads never sent go to the primary, as a new read would."""
-        answers, log = self.lose_a_read_connection_with_reads_held(1)
+        answers, log, moved = self.lose_a_read_connection_with_reads_held(1)
         self.assertEqual(answers[0], (502, None), answers)
         self.assertEqual([s for s, _ in answers[1:]], [200] * 19, answers)
         self.assertNotIn("read-side", [n for _, n in answers[1:]], answers)
         self.assertIn("db r0#0: 19 queries it had not sent moved to other connections", log)
+        self.assertEqual(moved, (19, 0))  # counted against the read pool they left, not the primary
 
     def test_reads_fall_back_to_primary(self):
         dead = "postgresql://postgres@127.0.0.1:%d/preon" % free_port()
