@@ -96,8 +96,9 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
 int preon_config_validate(const preon_config_t *cfg, char *err, size_t errlen);
 
 /**
- * Resolves database.connections_per_thread 0 ("auto") for a server of `threads` event loops: 2 per thread below 4
- * threads, 1 from 4 up. Writes "set" or how it chose into `why`. Returns the number now in force.
+ * Resolves database.connections_per_thread 0 ("auto") for a server of `threads` event loops: 4 connections in all,
+ * at least 1 per thread (4 on one thread, 2 on two or three, 1 from four up). Writes "set" or how it chose into
+ * `why`. Returns the number now in force.
  */
 int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char *why, size_t whylen);
 

@@ -450,19 +450,20 @@ int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char 
         snprintf(why, whylen, "set");
         return cfg->database.connections_per_thread;
     }
-    /* Two per thread below four threads, one from four up. A backend serves its pipeline one query at a time, and on a
-     * small machine PostgreSQL's share of the CPUs follows its number of busy backends: with one per thread a
-     * two-thread preon gave its database up to half the throughput it could have; four per thread were no better than
-     * two and cost PostgreSQL twice the system calls per query (docs/benchmarks.md, "The default"). The second
-     * connection costs a one-query request nothing: those fill the first until it has a queue (src/db/pool.c, pick),
-     * while the many queries of one request spread over both (2026-12-02, one thread pinned with PostgreSQL on one
-     * CPU: /db as with one connection, /queries=20 and /updates=20 1.2x of one). From four threads one each is
-     * already four backends. */
-    unsigned t = threads != 0 ? threads : 1, n = t >= 4 ? 1 : 2;
+    /* Four PostgreSQL connections in all, at least one per thread: four on one thread, two each on two or three, one
+     * each from four threads up. A backend serves its pipeline one query at a time, and on a small machine
+     * PostgreSQL's share of the CPUs follows its number of busy backends: with one per thread a two-thread preon gave
+     * its database up to half the throughput it could have. One thread alone (a container with one CPU, or the
+     * benchmarks' pinned server) had two until 2026-12-03: four had been no better on 2026-12-01, but with the pool's
+     * later changes four were ahead on /updates=20 in 10 of 11 recorded runs on both kinds of machine (by 3-8 % on
+     * the fast kind, the ranges apart in three) and never behind with the ranges apart (docs/benchmarks.md, tenth
+     * pass). A one-query request costs the extra connections nothing: those fill the first connection until it has a
+     * queue (src/db/pool.c, pick), while the many queries of one request spread over them. */
+    unsigned t = threads != 0 ? threads : 1, n = (4 + t - 1) / t;
     cfg->database.connections_per_thread = (int)n;
     snprintf(why, whylen,
-             "auto: %u per thread for %u thread%s, %u PostgreSQL connections in all (2 per thread below 4 threads, else 1)", n, t,
-             t == 1 ? "" : "s", n * t);
+             "auto: %u per thread for %u thread%s, %u PostgreSQL connections in all (aiming at 4 in all, at least 1 per thread)", n,
+             t, t == 1 ? "" : "s", n * t);
     return (int)n;
 }
 
