@@ -103,7 +103,9 @@ class AbandonedQueriesTest(unittest.TestCase):
     def waiting_backends(self, client_check_ms, hold_s=4.0):
         """Holds a lock on fruits for hold_s while asking /fruits; returns how many of preon's backends waited on
         the lock at each sample (every 0.25 s)."""
-        with Preon(server_threads=1, database_query_timeout_ms=300, database_connect_timeout_ms=500,
+        # Two connections, as the bound below was measured with (one thread's default was two until 2026-12-03)
+        with Preon(server_threads=1, database_connections_per_thread=2, database_query_timeout_ms=300,
+                   database_connect_timeout_ms=500,
                    database_client_check_ms=client_check_ms, server_request_timeout_ms=2000).start() as p:
             holder, counts = hold_lock(hold_s), []
             end = time.monotonic() + hold_s - 0.5
