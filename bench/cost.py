@@ -14,7 +14,7 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
     while wrk runs: the server's code, the kernel on its behalf, PostgreSQL's code and kernel, the rest), and from
     it an estimate of what the server's own code could ever gain, as noisy as the totals (bench/measure/cpuprofile.py);
   - throughput with the roles pinned (bench/throughput.py --partition auto: wrk on one CPU, the server and its
-    PostgreSQL on the other), preon as shipped and with 2 and 4 connections per thread, TFB h2o at -m1/-m2/-m4;
+    PostgreSQL on the other), preon as shipped and with 1 to 4 connections per thread, TFB h2o at -m1 to -m4;
     the ratio to TFB h2o at its best both of the medians and round by round (the same round's runs divided).
 
   bench/cost.py                                  # everything (~20 min on 2 cores)
@@ -253,7 +253,7 @@ def profile_one(args, res, t, key, path, depth, conns, part, postmaster, work):
 def throughput(args, out):
     """bench/throughput.py with the roles pinned; returns its medians per round, or None when it failed."""
     tp_out = os.path.join(out, "throughput")
-    targets = "preon,preon-twin,preon-c1,preon-c2,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m4"
+    targets = "preon,preon-twin,preon-c1,preon-c2,preon-c3,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m3,tfb-h2o-m4"
     argv = [sys.executable, os.path.join(HERE, "throughput.py"), "--partition", args.partition, "--targets", targets,
             "--c1-duration", "0", "--duration", str(args.duration), "--rounds", str(args.rounds), "--order", args.order,
             "--out", tp_out,

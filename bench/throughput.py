@@ -28,6 +28,7 @@ import subprocess
 from measure import (HERE, PG_SH, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
                      results_header, save, wrk)
 from measure import main_pid, rss_kb
+from measure import tcp
 from measure.cpus import Partition
 from measure.rounds import ORDERS
 from measure.rounds import order as rounds_order
@@ -39,11 +40,11 @@ PG_CONF = "synchronous_commit = off"
 PGSS_CONF = "shared_preload_libraries = 'pg_stat_statements'"
 TFB_DEFAULT = "/tmp/anchors/tfb-h2o"
 # preon-twin is preon as shipped a second time, in the same rounds: what the two differ by is the machine's noise.
-# preon as shipped keeps TechEmpower's rule (a Sync after every query), as do preon-c1, preon-c2 and preon-c4 (one, two
+# preon as shipped keeps TechEmpower's rule (a Sync after every query), as do preon-c1 to preon-c4 (one, two, three
 # and four connections per thread instead of the default's choice: the report compares with preon's best of them); preon-batch shares Syncs among requests' reads, "beyond TechEmpower's rules", in a column of its own. TFB h2o runs at -m1 (TechEmpower's flag, tuned for 28
-# cores), -m2 and -m4 database connections per thread: the report compares with its best per test.
-MEMBERS = ["preon", "preon-twin", "preon-c1", "preon-c2", "preon-c4", "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
-TFB_SETTINGS = {"tfb-h2o": [], "tfb-h2o-m2": ["-m2"], "tfb-h2o-m4": ["-m4"]}
+# cores), -m2, -m3 and -m4 database connections per thread: the report compares with its best per test.
+MEMBERS = ["preon", "preon-twin", "preon-c1", "preon-c2", "preon-c3", "preon-c4", "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m3", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
+TFB_SETTINGS = {"tfb-h2o": [], "tfb-h2o-m2": ["-m2"], "tfb-h2o-m3": ["-m3"], "tfb-h2o-m4": ["-m4"]}
 DB_TESTS = ["db", "fortunes", "queries", "updates"]
 
 
@@ -153,18 +154,20 @@ def make_members(args, partition):
                Http("preon-twin", [t["key"] for t in TESTS], preon_as("preon-twin")),
                Http("preon-c1", DB_TESTS, preon_as("preon-c1", PREON_DATABASE_CONNECTIONS_PER_THREAD="1")),
                Http("preon-c2", DB_TESTS, preon_as("preon-c2", PREON_DATABASE_CONNECTIONS_PER_THREAD="2")),
+               Http("preon-c3", DB_TESTS, preon_as("preon-c3", PREON_DATABASE_CONNECTIONS_PER_THREAD="3")),
                Http("preon-c4", DB_TESTS, preon_as("preon-c4", PREON_DATABASE_CONNECTIONS_PER_THREAD="4")),
                Http("preon-batch", DB_TESTS + ["fruits"],
                     preon_as("preon-batch", PREON_DATABASE_TFB_SYNC="batch", PREON_DATABASE_SYNC="batch")),
                Http("tfb-h2o", tfb_tests, tfb_h2o("tfb-h2o")),
                Http("tfb-h2o-m2", DB_TESTS, tfb_h2o("tfb-h2o-m2")),
+               Http("tfb-h2o-m3", DB_TESTS, tfb_h2o("tfb-h2o-m3")),
                Http("tfb-h2o-m4", DB_TESTS, tfb_h2o("tfb-h2o-m4")),
                Http("go-gin", ["fruits", "hello"], go_gin),
                Http("bare", ["plaintext", "pipelined", "hello"], bare_responder),
                Pgbench(), PgbenchOne()]
     tfb_built = os.access(os.path.join(tfb, "bin", "h2o-app"), os.X_OK) and os.path.isfile(os.path.join(tfb, "run.sh"))
     absent = {"tfb-h2o": None if tfb_built else "not built", "tfb-h2o-m2": None if tfb_built else "not built",
-              "tfb-h2o-m4": None if tfb_built else "not built",
+              "tfb-h2o-m3": None if tfb_built else "not built", "tfb-h2o-m4": None if tfb_built else "not built",
               "go-gin": None if os.path.isfile(gin) else "not available",
               "bare": None if bare or "bare" not in wanted else "not built"}
     for m in members:
@@ -282,6 +285,9 @@ def main():
     ap.add_argument("--partition", default="off",
                     help="CPU sets: off (the default), auto (wrk on the first CPU, the servers and PostgreSQL on the "
                          "rest) or load=LIST,target=LIST,postgres=LIST[,quota=CPUS] (bench/measure/cpus.py)")
+    ap.add_argument("--congestion-control", default=None, metavar="NAME",
+                    help="the machine's TCP congestion control for this run (e.g. cubic, bbr), restored after; "
+                         "default: as it is (recorded either way; bench/measure/tcp.py says why it matters)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     try:
@@ -296,7 +302,12 @@ def main():
     variants = ["plain"] + (["pgss"] if "pgss" in (args.variant or []) else [])
 
     members = make_members(args, partition)  # builds outside the partition: on every CPU
-    with partition:
+    cc = tcp.CongestionControl(args.congestion_control)
+    try:
+        cc.__enter__()
+    except RuntimeError as e:
+        ap.error(str(e))
+    with cc, partition:
         results = run_all(args, members, variants, partition)
     save(results, render(results), args.out, "throughput-")
 

@@ -8,6 +8,7 @@ from typing import Optional
 from . import record
 from .report import Spread, fmt, md_table, ratio, round_ratios
 from .rounds import ORDERS
+from .throughput_report import TFB_FLAG
 
 # the profile's sentence says "servers" where throughput.py's says "targets"
 PROFILE_ORDERS = {k: v.replace("the order of the targets", "the servers' order") for k, v in ORDERS.items()}
@@ -155,7 +156,9 @@ def render(res):
     h, s = res.header, res.settings
     lines = ["# Cost per request: preon beside TechEmpower's h2o entry", "",
              "Measured %s on %d CPUs (load average %.1f at the start, %.1f at the end; the machine is shared). `%s`" % (
-                 h["date"], h["cpus"], h["loadavg_start"][0], h["loadavg_end"][0], h["command"]), ""]
+                 h["date"], h["cpus"], h["loadavg_start"][0], h["loadavg_end"][0], h["command"]) +
+             (" TCP congestion control: %s (bench/measure/tcp.py)." % h["tcp_congestion_control"]
+              if h.get("tcp_congestion_control") else ""), ""]
     for name in SERVERS:
         r = res.servers.get(name)
         if r:
@@ -323,9 +326,10 @@ def throughput_section(tp):
             "drift between rounds, median (min–max)." % (tp["out"], tp["partition"].get("sentence"), tp["duration"],
                                                          tp["rounds"], ORDERS[tp.get("order", "rotated")],
                                                          tp["tfb_h2o"])]
-    # preon at 1 connection per thread is a column of runs that had it (from 2026-12-02: the default became a choice)
-    cpts = [m for m in ("preon-c1", "preon-c2", "preon-c4")
-            if m != "preon-c1" or any(by.get(m) for by in tp["per_round"].values())]
+    # preon at 1 and 3 connections per thread are columns of runs that had them (1 from 2026-12-02: the default became a
+    # choice; 3 from 2026-12-03's eleventh pass)
+    cpts = [m for m in ("preon-c1", "preon-c2", "preon-c3", "preon-c4")
+            if m not in ("preon-c1", "preon-c3") or any(by.get(m) for by in tp["per_round"].values())]
     twin = twin_of_shipped(tp, cpts)
     twin_label = twin if twin == "preon-twin" else "cpt=%s" % twin[-1] if twin else None
     shipped = tp.get("shipped") or {}
@@ -341,11 +345,11 @@ def throughput_section(tp):
     for k, label, _, _ in TESTS:
         by = tp["per_round"].get(k, {})
         sp = {m: Spread(v) for m, v in by.items() if v}
-        tfb = [m for m in ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4") if m in sp]
+        tfb = [m for m in TFB_FLAG if m in sp]
         best = max(tfb, key=lambda m: float(sp[m])) if tfb else None
         shipped = sp.get("preon")
         rows.append([label, fmt(shipped)] + [fmt(sp.get(m)) for m in cpts] +
-                    ["%s (%s)" % (fmt(sp[best]), {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m4": "-m4"}[best])
+                    ["%s (%s)" % (fmt(sp[best]), TFB_FLAG[best])
                      if best else "– (%s)" % tp["status"].get("tfb-h2o", "not run"),
                      ratio(shipped, sp[best]) if best else "-",
                      paired(by.get("preon"), by.get(best)) if best else "-"] +

@@ -75,7 +75,8 @@ def kind(path):
 class _Record:
     """What every record holds: the file it was read from, for error messages, the JSON as read (for json.dump,
     charts, and renderers that still read dicts), and the header every script writes (measure.results_header):
-    machine, kernel and loadavg_start since 2026-12-01, partition since issue 28."""
+    machine, kernel and loadavg_start since 2026-12-01, partition since issue 28, tcp_congestion_control since
+    2026-12-03 (measure/tcp.py)."""
     where: str
     raw: dict = dataclasses.field(repr=False)
     date: str
@@ -84,6 +85,7 @@ class _Record:
     kernel: Optional[str] = None
     loadavg_start: Optional[list] = None
     partition: Optional[dict] = None
+    tcp_congestion_control: Optional[str] = None
 
     def need(self, *keys):
         """raw[k1][k2]…, a RecordError naming this file and the key path when one is missing."""

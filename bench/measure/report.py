@@ -8,6 +8,8 @@ import statistics
 import sys
 import time
 
+from . import tcp
+
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")  # bench/results/
 
 
@@ -32,7 +34,8 @@ def save(results, report, out=None, prefix=""):
 def results_header(args=None, **fields):
     """The start of every results.json: when, on what, with which command and options."""
     head = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "machine": platform.machine(),
-            "kernel": platform.release(), "loadavg_start": list(os.getloadavg()), "command": " ".join(sys.argv)}
+            "kernel": platform.release(), "tcp_congestion_control": tcp.current(), "loadavg_start": list(os.getloadavg()),
+            "command": " ".join(sys.argv)}
     if args is not None:
         head["args"] = dict(vars(args))
     head.update(fields)

@@ -35,13 +35,13 @@ GOALS = [
     ("fruits", ("fruits", "go-gin"), 3.0, "≥ 3× gin"),
     ("hello", ("hello", "bare"), 0.9, "≥ 0.9× bare responder"),
 ]
-NAMES = {"preon": "preon", "preon-twin": "preon again (the same server twice)", "preon-c1": "preon, 1 connection per thread", "preon-c2": "preon, 2 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2",
+NAMES = {"preon": "preon", "preon-twin": "preon again (the same server twice)", "preon-c1": "preon, 1 connection per thread", "preon-c2": "preon, 2 connections per thread", "preon-c3": "preon, 3 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2", "tfb-h2o-m3": "TFB h2o -m3",
          "tfb-h2o-m4": "TFB h2o -m4", "go-gin": "go-gin", "bare": "bare epoll responder", "pgbench": "pgbench ceiling",
          "pgbench-one": "pgbench, 1 query per transaction"}
-TFB = ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m4")
-PREON = ("preon", "preon-c1", "preon-c2", "preon-c4")
-PREON_CPT = {"preon-c1": 1, "preon-c2": 2, "preon-c4": 4}  # "preon" is the default's choice (--check-config says it)
-TFB_FLAG = {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m4": "-m4"}
+TFB = ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m3", "tfb-h2o-m4")
+PREON = ("preon", "preon-c1", "preon-c2", "preon-c3", "preon-c4")
+PREON_CPT = {"preon-c1": 1, "preon-c2": 2, "preon-c3": 3, "preon-c4": 4}  # "preon" is the default's choice (--check-config says it)
+TFB_FLAG = {"tfb-h2o": "-m1", "tfb-h2o-m2": "-m2", "tfb-h2o-m3": "-m3", "tfb-h2o-m4": "-m4"}
 
 
 def rate(v):
@@ -222,7 +222,9 @@ def render(results):
                  results.get("preon_commit") or "?", a.get("sync") or "as configured", a["duration"],
                  a["c1_duration"], a["rounds"], ORDERS[a.get("order", "rotated")], results["postgres"], status), "",
              "CPU partition: %s." % (results.get("partition") or {}).get(
-                 "sentence", "none recorded (a run from before issue 28: every role on every CPU)"), ""]
+                 "sentence", "none recorded (a run from before issue 28: every role on every CPU)") +
+             (" TCP congestion control: %s (bench/measure/tcp.py)." % results["tcp_congestion_control"]
+              if results.get("tcp_congestion_control") else ""), ""]
     shipped = results.get("preon_shipped")
     if shipped and shipped.get("status") == "ok":
         lines += ["preon as shipped chose %d database connections per thread here (--check-config: %s). The tables' "

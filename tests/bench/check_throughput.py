@@ -15,10 +15,15 @@ out = sys.argv[1]
 rec = record.load_throughput(os.path.join(out, "results.json"))
 report = open(os.path.join(out, "report.md")).read()
 problems = []
-expected = {"preon": "ok", "preon-twin": "not run", "preon-c1": "not run", "preon-c2": "not run", "preon-c4": "not run", "preon-batch": "not run", "tfb-h2o": "not run", "tfb-h2o-m2": "not run",
-            "tfb-h2o-m4": "not run", "go-gin": "not run", "bare": "not run", "pgbench": "ok", "pgbench-one": "not run"}
+expected = {"preon": "ok", "preon-twin": "not run", "preon-c1": "not run", "preon-c2": "not run", "preon-c3": "not run", "preon-c4": "not run", "preon-batch": "not run", "tfb-h2o": "not run",
+            "tfb-h2o-m2": "not run", "tfb-h2o-m3": "not run", "tfb-h2o-m4": "not run", "go-gin": "not run", "bare": "not run", "pgbench": "ok", "pgbench-one": "not run"}
 if rec.status != expected:
     problems.append("targets' status %r, expected %r" % (rec.status, expected))
+
+if os.path.exists("/proc/sys/net/ipv4/tcp_congestion_control"):
+    cc = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+    if rec.tcp_congestion_control != cc or "TCP congestion control: %s" % cc not in report:
+        problems.append("the TCP congestion control (%s) not in results.json (%r) or report.md" % (cc, rec.tcp_congestion_control))
 
 header = "| test | preon | TFB h2o | preon / TFB h2o | what limits it | goal |"
 if report.count(header) != 2:
