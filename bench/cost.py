@@ -12,7 +12,8 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
   - system calls per request by kind, the server's and its PostgreSQL backends' (strace -c -f);
   - where the server's CPU spends its time per request, with the roles pinned (perf record on the target's CPU
     while wrk runs: the server's code, the kernel on its behalf, PostgreSQL's code and kernel, the rest), and from
-    it an estimate of what the server's own code could ever gain, as noisy as the totals (bench/measure/cpuprofile.py);
+    it an estimate of what the server's own code could ever gain, as noisy as the totals (bench/measure/cpuprofile.py),
+    and in the same runs the packets the server and PostgreSQL send per request (bench/measure/packets.py);
   - throughput with the roles pinned (bench/throughput.py --partition auto: wrk on one CPU, the server and its
     PostgreSQL on the other), preon as shipped and with 1 to 4 connections per thread, TFB h2o at -m1 to -m4;
     the ratio to TFB h2o at its best both of the medians and round by round (the same round's runs divided).

@@ -157,7 +157,7 @@ def render(res):
     lines = ["# Cost per request: preon beside TechEmpower's h2o entry", "",
              "Measured %s on %d CPUs (load average %.1f at the start, %.1f at the end; the machine is shared). `%s`" % (
                  h["date"], h["cpus"], h["loadavg_start"][0], h["loadavg_end"][0], h["command"]) +
-             (" TCP congestion control: %s (bench/measure/tcp.py)." % h["tcp_congestion_control"]
+             (". TCP congestion control: %s (bench/measure/tcp.py)." % h["tcp_congestion_control"]
               if h.get("tcp_congestion_control") else ""), ""]
     for name in SERVERS:
         r = res.servers.get(name)
@@ -416,6 +416,29 @@ def profile_section(prof):
                     ["preon / TFB h2o, total µs (below 1: preon cheaper)", "server code's share",
                      "preon's req/s over TFB h2o's if preon's code cost nothing"], rows,
                     ["l"] + ["r"] * (len(names) + 3)).splitlines()
+    out += packets_table(prof, names)
     for what, why in sorted(prof.get("errors", {}).items()):
         out.append("- %s failed: %s" % (what, why))
     return out + [""]
+
+
+def packets_table(prof, names):
+    """Packets sent per request in the same runs (bench/measure/packets.py), each server's and its PostgreSQL's,
+    medians (min–max) over the rounds; nothing for records made before they were counted."""
+    rows = []
+    for k, label, _, _ in TESTS:
+        cells = []
+        for n in names:
+            runs = [g.get("packets_per_request") or {} for g in prof["servers"][n].get(k, []) if g["requests"]]
+            cells += [fmt(Spread([r[who] for r in runs]) if runs and all(r.get(who) is not None for r in runs)
+                          else None, "%.1f") for who in ("server", "postgres")]
+        if any(c != "-" for c in cells):
+            rows.append([label] + cells)
+    if not rows:
+        return []
+    return ["", "Packets sent per request in the same runs (`perf stat -e net:net_dev_xmit -p`, every segment a "
+            "process sends; on loopback the receiver's work runs in the sender's system call), medians (min–max). "
+            "PostgreSQL flushes at every Sync; fewer packets than flushes means TCP joined them while its "
+            "congestion window was full.", ""] + md_table(
+        ["test"] + ["%s: %s" % (NAMES[n], who) for n in names for who in ("server", "PostgreSQL")], rows,
+        ["l"] + ["r"] * (2 * len(names))).splitlines()

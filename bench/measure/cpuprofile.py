@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import time
 
+from . import packets
 from .proc import tree
 
 FREQ = 999
@@ -74,7 +75,8 @@ def cpu_ticks(cpus):
 
 def profile(cpus, server_pid, postmaster_pid, load, workdir):
     """Samples `cpus` while load() runs (its result must carry "requests", the answers it counted); returns
-    {"requests", "rps", "seconds", "busy", "stolen", "samples": {part: n}, "us_per_request": {part: µs}}; busy is
+    {"requests", "rps", "seconds", "busy", "stolen", "samples": {part: n}, "us_per_request": {part: µs},
+    "packets_per_request": {"server", "postgres": packets each sent, or None where perf could not count}}; busy is
     the share of the CPUs' time sampled over the load's seconds (a CPU that idles is not sampled: about 1.0 means the
     set was the bottleneck), stolen the share of their time the hypervisor gave to other guests (/proc/stat's steal:
     the guest's clock runs on meanwhile, so a stolen moment counts as the sample's owner's time). The sampling starts
@@ -85,9 +87,14 @@ def profile(cpus, server_pid, postmaster_pid, load, workdir):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(0.5)
-        t0, ticks0 = time.monotonic(), cpu_ticks(cpus)
-        res = load()
-        seconds, ticks1 = time.monotonic() - t0, cpu_ticks(cpus)
+        sent = {"server": packets.Count(tree(server_pid), workdir), "postgres": packets.Count(tree(postmaster_pid),
+                                                                                              workdir)}
+        try:
+            t0, ticks0 = time.monotonic(), cpu_ticks(cpus)
+            res = load()
+            seconds, ticks1 = time.monotonic() - t0, cpu_ticks(cpus)
+        finally:
+            sent = {who: c.stop() for who, c in sent.items()}
         server, postgres = set(tree(server_pid)), set(tree(postmaster_pid))  # wrappers and what they exec; backends
     finally:
         perf.send_signal(signal.SIGINT)
@@ -106,4 +113,5 @@ def profile(cpus, server_pid, postmaster_pid, load, workdir):
     elapsed = ticks1[1] - ticks0[1]
     stolen = (ticks1[0] - ticks0[0]) / elapsed if elapsed > 0 else 0.0
     return {"requests": n, "rps": res.get("ok_rps"), "seconds": seconds, "busy": busy, "stolen": stolen,
-            "samples": samples, "us_per_request": per}
+            "samples": samples, "us_per_request": per,
+            "packets_per_request": {who: (c / n if n and c is not None else None) for who, c in sent.items()}}

@@ -37,6 +37,17 @@ def backends(pgdir):
     return [int(x) for x in r.stdout.split()]
 
 
+def interrupt(proc, timeout=30):
+    """Stops a tracer (strace, perf stat) the way that makes it write its summary: SIGINT, then a kill if it has not
+    ended within `timeout` seconds."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+
+
 class Trace:
     """strace -c -f attached to `pids` (every thread given); stop() detaches and returns {syscall: calls}."""
 
@@ -49,12 +60,7 @@ class Trace:
         time.sleep(0.5 + 0.05 * len(pids))  # attached before the first counted request
 
     def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        interrupt(self.proc)
         with open(self.out_file) as f:
             return parse_summary(f.read())
 

@@ -4,13 +4,14 @@ reads back through the loader (bench/measure/cost_report.py), preon has an instr
 every test type and a count of its PostgreSQL's instructions on the database tests, every counted request was
 answered 200, the groups by object add up to the total, TFB h2o's
 column says why it is absent; where perf can sample this machine's CPUs and it has two, preon's CPU profile has
-every test type, with time in its code and in the kernel (and in PostgreSQL on the database tests), else the report
-says why not; report.md has every table. Asserts no speed. Usage: check_cost.py DIR"""
+every test type, with time in its code and in the kernel (and in PostgreSQL on the database tests) and, where perf
+can count the net:net_dev_xmit tracepoint, the packets preon (and PostgreSQL on the database tests) sent, else the
+report says why not; report.md has every table. Asserts no speed. Usage: check_cost.py DIR"""
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from measure import cpuprofile  # noqa: E402
+from measure import cpuprofile, packets  # noqa: E402
 from measure.cost_report import LABEL, TESTS, load  # noqa: E402
 
 out = sys.argv[1]
@@ -57,6 +58,9 @@ if title not in report:
 if cpuprofile.unavailable() is None and len(os.sched_getaffinity(0)) >= 2:
     if prof.get("status") != "ok" or prof.get("errors"):
         problems.append("CPU profile: status %r, errors %r" % (prof.get("status"), prof.get("errors")))
+    counts_packets = packets.unavailable() is None
+    if counts_packets and "Packets sent per request" not in report.split(title)[1]:
+        problems.append("report.md: no table of packets sent per request")
     for key, _, _, _ in TESTS:
         runs = prof.get("servers", {}).get("preon", {}).get(key) or [None]
         for g in runs:
@@ -65,6 +69,12 @@ if cpuprofile.unavailable() is None and len(os.sched_getaffinity(0)) >= 2:
                 problems.append("%s: no CPU profile for preon, or no time in its code or the kernel: %r" % (key, g))
             elif key in ("db", "fortunes", "queries", "updates") and not us["postgres_user"] > 0:
                 problems.append("%s: the CPU profile has no time in PostgreSQL: %r" % (key, us))
+            sent = (g or {}).get("packets_per_request") or {}
+            if counts_packets and not (sent.get("server") or 0) > 0:
+                problems.append("%s: no packets counted from preon: %r" % (key, sent))
+            elif counts_packets and key in ("db", "fortunes", "queries", "updates") and not (
+                    sent.get("postgres") or 0) > 0:
+                problems.append("%s: no packets counted from PostgreSQL: %r" % (key, sent))
         if ("| %s | " % LABEL[key]) not in report.split(title)[1]:
             problems.append("report.md: no CPU profile row for %s" % LABEL[key])
 elif not prof.get("status") or prof.get("status") == "ok" or "Not measured: " not in report.split(title)[-1]:

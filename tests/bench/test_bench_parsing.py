@@ -12,7 +12,7 @@ import subprocess  # noqa: E402
 from measure.container import parse_limits  # noqa: E402
 from measure import md_table, metric_table, parse_ab, parse_pgbench, parse_wrk  # noqa: E402
 from run import parse_target, render  # noqa: E402
-from measure import cost_report, cpuprofile, rounds, throughput_report  # noqa: E402
+from measure import cost_report, cpuprofile, packets, rounds, throughput_report  # noqa: E402
 from measure.proc import tree  # noqa: E402
 
 BENCH = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -278,6 +278,27 @@ garbage line
         self.assertIn("3 rounds", text)
         self.assertEqual(cost_report.profile_section({"status": "perf is not installed"})[-2],
                          "Not measured: perf is not installed.")
+
+    def test_packets_per_request(self):
+        self.assertEqual(packets.parse("# started on Fri Dec  4\n\n564236,,net:net_dev_xmit,3244007755,100.00,,\n"),
+                         564236)
+        self.assertIsNone(packets.parse("<not counted>,,net:net_dev_xmit,0,0.00,,\n"))
+        self.assertIsNone(packets.parse(""))
+
+        def run(server, postgres):
+            g = self.one_run(2, 8, 10, 8e3)
+            g["packets_per_request"] = {"server": server, "postgres": postgres}
+            return g
+        prof = {"status": "ok", "freq": 999, "duration": 4, "rounds": 3, "errors": {},
+                "partition": {"sentence": "load generator on CPU 0, target on CPU 1"},
+                "servers": {"preon": {"queries": [run(1.3, 15.1), run(1.4, 19.0), run(1.3, 18.7)]},
+                            "tfb-h2o": {"queries": [run(1.5, 6.6), run(1.5, None), run(1.6, 9.4)]}}}
+        text = "\n".join(cost_report.profile_section(prof))
+        # a round perf could not count leaves its server's column empty rather than a median of the others
+        self.assertIn("| /queries=20 | 1.3 (1.3–1.4) | 18.7 (15.1–19.0) | 1.5 (1.5–1.6) | - |", text)
+        for g in prof["servers"]["preon"]["queries"] + prof["servers"]["tfb-h2o"]["queries"]:
+            del g["packets_per_request"]  # records made before packets were counted: no table
+        self.assertNotIn("Packets sent per request", "\n".join(cost_report.profile_section(prof)))
 
     def test_throughput_round_by_round(self):
         # medians alone overlap (preon 96-110 against 90-104); divided round by round, every round is above 1.05
