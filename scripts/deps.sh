@@ -26,6 +26,11 @@ case "${1:-build}" in
     *) echo "usage: $0 build|run|test|bench|stack" >&2; exit 2 ;;
 esac
 
+# tests/histories/checker (the linearizability checker) is Go: Debian's golang-go when no Go is installed
+if [[ "${1:-build}" == test || "${1:-build}" == bench ]] && ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
+    want+=(golang-go)
+fi
+
 missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
