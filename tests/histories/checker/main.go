@@ -10,7 +10,7 @@
 //
 // What an answer promises (docs/api.md): a 2xx or 4xx is definite; a 503 says that nothing was done, so a 503'd
 // operation is kept with its real interval as a no-op (a write's unique name then has no writer in the model, and
-// a read that sees it cannot be linearized); a 502, a 504, a timeout or a reset is indeterminate: the operation
+// a read that sees it cannot be linearized; a connection refused, nothing sent, counts as such too); a 502, a 504, a timeout or a reset is indeterminate: the operation
 // may or may not have taken effect, so its return is put after every other event (it stays open to the end) and
 // its output is unknown.
 package main
@@ -52,7 +52,7 @@ const (
 
 func classify(r *Record) string {
 	switch {
-	case r.Status == 503:
+	case r.Status == 503, r.Status == 0 && strings.HasPrefix(r.Error, "refused"): // a refused connection sent nothing
 		return Nothing
 	case r.Status == 0 || r.Status == 502 || r.Status == 504:
 		return Unknown

@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: MIT
+"""Histories under faults, checked for linearizability (tests/histories/: the recorder, the nemeses, the Porcupine
+checker in Go).
+
+8 clients read, rename, create and delete fruits on a small key space of a private PostgreSQL while named faults
+hit PostgreSQL and preon; every operation's invocation, completion and answer is recorded, and the checker must find
+the history linearizable against a map id -> name | absent, with a 503 checked as "nothing was done" and a 502,
+504, timeout or reset as "unknown". The quick form (the test command): PostgreSQL kill -9 + restart, a backend
+terminated, SIGHUP, SIGTERM + restart, in one history (~40 s). The long form (PREON_SCALE=long, tests/integration/
+long.py --only histories): every nemesis, one history each, several rounds. The history, the report and, on a
+violation, Porcupine's visualization stay in PREON_HISTORIES_DIR (a temporary folder if unset).
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from harness import LONG, REPO, SLOW, Preon, free_port, main, pg, pg_url, record, require_env
+
+sys.path.insert(0, os.path.join(REPO, "tests", "histories"))
+import nemesis  # noqa: E402
+import recorder  # noqa: E402
+
+SETTINGS = {"database_query_timeout_ms": 2000 * SLOW, "database_reconnect_max_ms": 500}
+
+
+def checker():
+    """Builds the checker (Go) into the output folder; returns its path."""
+    out = os.path.join(outdir(), "checker")
+    subprocess.run([os.path.join(REPO, "tests", "histories", "build.sh"), out], check=True)
+    return out
+
+
+def outdir():
+    d = os.environ.get("PREON_HISTORIES_DIR") or os.path.join(tempfile.gettempdir(), "preon-histories-%d" % os.getpid())
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+class Replica:
+    """One preon on a fixed port, restarted in place by a nemesis."""
+
+    def __init__(self, db_url):
+        self.db_url, self.port, self.p = db_url, free_port(), None
+
+    def start(self):
+        self.p = Preon(db_url=self.db_url, server_port=self.port, **SETTINGS)
+        self.p.port = self.port
+        self.p.start()
+
+    def kill(self, sig):
+        self.p.kill(sig)
+
+    def restart(self, sig):
+        rc = self.p.stop(sig, timeout=30 * SLOW)
+        if sig == signal.SIGTERM and rc != 0:
+            raise AssertionError("preon exited with %s after SIGTERM:\n%s" % (rc, self.p.output()))
+        self.p.cleanup()
+        self.start()
+
+    def stop(self):
+        if self.p is not None:
+            try:
+                rc = self.p.stop()
+                if rc != 0:
+                    raise AssertionError("preon exited with %s after SIGTERM:\n%s" % (rc, self.p.output()))
+            finally:
+                self.p.cleanup()
+
+
+class Target:
+    def __init__(self, pgdir, proxy=None):
+        self.pgdir, self.proxy = pgdir, proxy
+        url = pg_url(pgdir)
+        if proxy:
+            url = url.replace(":%s/" % open(os.path.join(pgdir, "port")).read().strip(), ":%d/" % proxy.port)
+        self.preons = [Replica(url)]
+
+
+class CheckerBitesTest(unittest.TestCase):
+    """The checker rejects the planted violations of tests/histories/planted/ and accepts the clean history."""
+
+    def test_planted(self):
+        exe, planted = checker(), os.path.join(REPO, "tests", "histories", "planted")
+        for name, want in (("clean", 0), ("visible-503", 1), ("visible-503-post", 1), ("stale-read", 1)):
+            report = os.path.join(outdir(), "planted-%s.txt" % name)
+            rc, text = recorder.check(exe, os.path.join(planted, name + ".jsonl"), report)
+            self.assertEqual(rc, want, text)
+            if want:
+                self.assertIn("NOT linearizable", text)
+                self.assertTrue(os.path.getsize(report[:-4] + ".html") > 1000, "no visualization beside " + report)
+            if name.startswith("visible-503"):
+                self.assertIn("answered 503 (nothing done), yet its name", text)
+
+
+class HistoriesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_env()
+        cls.exe = checker()
+        cls.pgdir = tempfile.mkdtemp(prefix="preon-histories-pg-")
+        os.chmod(cls.pgdir, 0o755)
+        subprocess.run([os.path.join(REPO, "scripts", "pg.sh"), "init", cls.pgdir, str(free_port())], check=True,
+                       env=dict(os.environ, PREON_PG_EXTRA_CONF="fsync = off"))
+
+    @classmethod
+    def tearDownClass(cls):
+        pg("stop", cls.pgdir, "immediate")
+        shutil.rmtree(cls.pgdir, ignore_errors=True)
+
+    def history(self, name, nemeses, rounds=1, gap=2.0, proxy=False):
+        """Records one history under `nemeses` (each `rounds` times, `gap` s of load between), checks it."""
+        px = nemesis.Proxy(int(open(os.path.join(self.pgdir, "port")).read())) if proxy else None
+        t = Target(self.pgdir, px)
+        for r in t.preons:
+            r.start()
+        rec = recorder.Recorder(t.preons[0].port, clients=8, keys=8, timeout=10.0 * SLOW)
+        started = time.monotonic()
+        try:
+            rec.start()
+            for _ in range(rounds):
+                for n in nemeses:
+                    time.sleep(gap)
+                    start = rec.now()
+                    nemesis.NEMESES[n](t)
+                    rec.nemesis(n, start, rec.now())
+            time.sleep(gap)
+            rec.finish(within=60 * SLOW)
+        finally:
+            rec.stop.set()
+            try:
+                for r in t.preons:
+                    r.stop()
+            finally:
+                if px:
+                    px.close()
+                nemesis.start_pg(self.pgdir)  # whatever a failure left it in
+        path = os.path.join(outdir(), name + ".jsonl")
+        recs = rec.write(path)
+        rc, text = recorder.check(self.exe, path, path[:-6] + ".txt")
+        c = recorder.counts(recs)
+        record("histories", nemesis=name, rounds=rounds, seconds=round(time.monotonic() - started, 1),
+               verdict=text.splitlines()[1] if rc in (0, 1) and len(text.splitlines()) > 1 else "checker failed", **c)
+        sys.stderr.write(text)
+        self.assertEqual(rc, 0, "%s\n(history in %s)" % (text, path))
+        self.assertGreater(c["definite"], 100, text)
+        return c
+
+    if not LONG:
+        def test_quick(self):
+            """The test command's form: one history under the four nemeses of one PostgreSQL and one preon."""
+            self.history("quick", nemesis.QUICK)
+    else:
+        def test_each(self):
+            """The long form: each nemesis in a history of its own, 10 rounds (about a minute each)."""
+            for n in nemesis.NEMESES:
+                with self.subTest(nemesis=n):
+                    self.history(n, [n], rounds=10, gap=3.0, proxy=n.startswith("network"))
+
+
+if __name__ == "__main__":
+    main()
