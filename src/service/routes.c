@@ -37,6 +37,7 @@ const preon_route_t preon_routes[] = {
     PREON_ROUTE("/updates", PREON_M_GET, preon_tfb_updates),
     PREON_ROUTE("/cached-queries", PREON_M_GET, preon_tfb_cached_queries),
     PREON_ROUTE("/fortunes", PREON_M_GET, preon_tfb_fortunes),
+    PREON_ROUTE("/openapi", PREON_M_GET, preon_openapi_get),
 };
 const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
 
