@@ -202,7 +202,9 @@ def network_cut(t, seconds=3.0):
     t.proxy.heal()
 
 
-def network_delay(t, seconds=4.0, delay=0.3):
+def network_delay(t, seconds=4.0, delay=1.2):
+    """Each chunk either way held 1.2 s: a round trip past the query timeout (2 s here), so 504s, writes among them
+    that commit after their answer."""
     t.proxy.delay = delay
     time.sleep(seconds)
     t.proxy.heal()

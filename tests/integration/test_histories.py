@@ -156,10 +156,13 @@ class HistoriesTest(unittest.TestCase):
             self.history("quick", nemesis.QUICK)
     else:
         def test_each(self):
-            """The long form: each nemesis in a history of its own, 10 rounds (about a minute each)."""
-            for n in nemesis.NEMESES:
+            """The long form: each nemesis (PREON_HISTORIES_NEMESES, comma-separated; default all) in a history of
+            its own, PREON_HISTORIES_ROUNDS rounds (default 10, about a minute)."""
+            names = os.environ.get("PREON_HISTORIES_NEMESES") or ",".join(nemesis.NEMESES)
+            for n in names.split(","):
                 with self.subTest(nemesis=n):
-                    self.history(n, [n], rounds=10, gap=3.0, proxy=n.startswith("network"))
+                    self.history(n, [n], rounds=int(os.environ.get("PREON_HISTORIES_ROUNDS", "10")), gap=3.0,
+                                 proxy=n.startswith("network"))
 
 
 if __name__ == "__main__":
