@@ -210,6 +210,23 @@ def network_delay(t, seconds=4.0, delay=1.2):
     t.proxy.heal()
 
 
+def haproxy_replica_restart(t):
+    """One of two replicas behind HAProxy drained (SIGTERM, server.drain_delay_ms) and started again."""
+    t.preons[0].restart(signal.SIGTERM)
+
+
+def pgbouncer_reconnect(t):
+    t.pgbouncer_admin("RECONNECT preon")
+    time.sleep(1.0)
+
+
+def pgbouncer_kill(t, seconds=2.0):
+    """KILL: every client and server connection of the database dropped, new ones wait until RESUME."""
+    t.pgbouncer_admin("KILL preon")
+    time.sleep(seconds)
+    t.pgbouncer_admin("RESUME preon")
+
+
 NEMESES = {
     "postgres-kill-9": postgres_kill9,
     "postgres-fast-restart": postgres_fast_restart,
@@ -221,5 +238,11 @@ NEMESES = {
     "preon-sigkill": preon_sigkill,
     "network-cut": network_cut,
     "network-delay": network_delay,
+    "haproxy-replica-restart": haproxy_replica_restart,
+    "pgbouncer-reconnect": pgbouncer_reconnect,
+    "pgbouncer-kill": pgbouncer_kill,
 }
+# what each needs between the clients and PostgreSQL besides one preon: the TCP proxy, HAProxy and two replicas, PgBouncer
+NEEDS = {"network-cut": "proxy", "network-delay": "proxy", "haproxy-replica-restart": "haproxy",
+         "pgbouncer-reconnect": "pgbouncer", "pgbouncer-kill": "pgbouncer"}
 QUICK = ["postgres-kill-9", "backend-terminate", "preon-sighup", "preon-sigterm"]

@@ -19,7 +19,7 @@ import tempfile
 import time
 import unittest
 
-from harness import LONG, REPO, SLOW, Preon, free_port, main, pg, pg_url, record, require_env
+from harness import LONG, REPO, SLOW, Preon, end, free_port, main, pg, pg_url, record, require_env, supervise, templates
 
 sys.path.insert(0, os.path.join(REPO, "tests", "histories"))
 import nemesis  # noqa: E402
@@ -44,11 +44,11 @@ def outdir():
 class Replica:
     """One preon on a fixed port, restarted in place by a nemesis."""
 
-    def __init__(self, db_url):
-        self.db_url, self.port, self.p = db_url, free_port(), None
+    def __init__(self, db_url, **settings):
+        self.db_url, self.port, self.p, self.settings = db_url, free_port(), None, dict(SETTINGS, **settings)
 
     def start(self):
-        self.p = Preon(db_url=self.db_url, server_port=self.port, **SETTINGS)
+        self.p = Preon(db_url=self.db_url, server_port=self.port, **self.settings)
         self.p.port = self.port
         self.p.start()
 
@@ -73,12 +73,61 @@ class Replica:
 
 
 class Target:
-    def __init__(self, pgdir, proxy=None):
-        self.pgdir, self.proxy = pgdir, proxy
-        url = pg_url(pgdir)
-        if proxy:
-            url = url.replace(":%s/" % open(os.path.join(pgdir, "port")).read().strip(), ":%d/" % proxy.port)
-        self.preons = [Replica(url)]
+    """What the clients talk to, and what lies between it and PostgreSQL: one preon, or preon behind the test's TCP
+    proxy to PostgreSQL ("proxy"), two replicas behind HAProxy ("haproxy"), preon through PgBouncer in transaction
+    mode ("pgbouncer")."""
+
+    def __init__(self, pgdir, kind=None):
+        self.pgdir, self.kind, self.proxy, self.haproxy, self.bouncer = pgdir, kind, None, None, None
+        pg_port = int(open(os.path.join(pgdir, "port")).read())
+        url, settings, n = pg_url(pgdir), {}, 1
+        if kind == "proxy":
+            self.proxy = nemesis.Proxy(pg_port)
+            url = url.replace(":%d/" % pg_port, ":%d/" % self.proxy.port)
+        elif kind == "pgbouncer":
+            from pgbouncer import PgBouncer
+            self.bouncer = PgBouncer(pg_port, "transaction", 4, free_port()).start()
+            url, settings = self.bouncer.url(), {"database_pooler": "transaction", "database_client_check_ms": 0}
+        elif kind == "haproxy":
+            n, settings = 2, {"server_drain_delay_ms": 1500}
+        self.preons = [Replica(url, **settings) for _ in range(n)]
+        for r in self.preons:
+            r.start()
+        self.port = self.preons[0].port
+        if kind == "haproxy":
+            self.start_haproxy()
+
+    def start_haproxy(self):
+        self.hadir = tempfile.mkdtemp(prefix="preon-histories-haproxy-")
+        self.port = free_port()
+        cfg = os.path.join(self.hadir, "haproxy.cfg")
+        lines = templates.haproxy_head(os.path.join(self.hadir, "stats.sock"), "http", "30s", "30s")
+        lines += templates.haproxy_frontend("preon", self.port, "replicas")
+        lines += templates.haproxy_backend("replicas", "/health/ready", [("r%d" % i, r.port) for i, r in
+                                                                         enumerate(self.preons)], 3, "500ms", 1,
+                                           timeout_server="30s")
+        with open(cfg, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.haproxy = supervise.spawn(["haproxy", "-db", "-f", cfg], os.path.join(self.hadir, "haproxy.log"))
+        supervise.wait_ready(lambda: supervise.tcp_open(self.port), 10, "haproxy", self.haproxy)
+        time.sleep(1.0)  # its first checks
+
+    def pgbouncer_admin(self, command):
+        subprocess.run([os.path.join(templates.pg_bin(), "psql"), "-X", "-h", "127.0.0.1", "-p", str(self.bouncer.port),
+                        "-U", "postgres", "-d", "pgbouncer", "-c", command], check=True, capture_output=True, cwd="/")
+
+    def close(self):
+        try:
+            for r in self.preons:
+                r.stop()
+        finally:
+            if self.haproxy is not None:
+                end(self.haproxy)
+                shutil.rmtree(self.hadir, ignore_errors=True)
+            if self.proxy is not None:
+                self.proxy.close()
+            if self.bouncer is not None:
+                self.bouncer.stop()
 
 
 class CheckerBitesTest(unittest.TestCase):
@@ -112,13 +161,10 @@ class HistoriesTest(unittest.TestCase):
         pg("stop", cls.pgdir, "immediate")
         shutil.rmtree(cls.pgdir, ignore_errors=True)
 
-    def history(self, name, nemeses, rounds=1, gap=2.0, proxy=False):
+    def history(self, name, nemeses, rounds=1, gap=2.0):
         """Records one history under `nemeses` (each `rounds` times, `gap` s of load between), checks it."""
-        px = nemesis.Proxy(int(open(os.path.join(self.pgdir, "port")).read())) if proxy else None
-        t = Target(self.pgdir, px)
-        for r in t.preons:
-            r.start()
-        rec = recorder.Recorder(t.preons[0].port, clients=8, keys=8, timeout=10.0 * SLOW)
+        t = Target(self.pgdir, nemesis.NEEDS.get(nemeses[0]))
+        rec = recorder.Recorder(t.port, clients=8, keys=8, timeout=10.0 * SLOW)
         started = time.monotonic()
         try:
             rec.start()
@@ -133,11 +179,8 @@ class HistoriesTest(unittest.TestCase):
         finally:
             rec.stop.set()
             try:
-                for r in t.preons:
-                    r.stop()
+                t.close()
             finally:
-                if px:
-                    px.close()
                 nemesis.start_pg(self.pgdir)  # whatever a failure left it in
         path = os.path.join(outdir(), name + ".jsonl")
         recs = rec.write(path)
@@ -161,8 +204,7 @@ class HistoriesTest(unittest.TestCase):
             names = os.environ.get("PREON_HISTORIES_NEMESES") or ",".join(nemesis.NEMESES)
             for n in names.split(","):
                 with self.subTest(nemesis=n):
-                    self.history(n, [n], rounds=int(os.environ.get("PREON_HISTORIES_ROUNDS", "10")), gap=3.0,
-                                 proxy=n.startswith("network"))
+                    self.history(n, [n], rounds=int(os.environ.get("PREON_HISTORIES_ROUNDS", "10")), gap=3.0)
 
 
 if __name__ == "__main__":
