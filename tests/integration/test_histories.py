@@ -79,7 +79,8 @@ class Target:
 
     def __init__(self, pgdir, kind=None):
         self.pgdir, self.kind, self.proxy, self.haproxy, self.bouncer = pgdir, kind, None, None, None
-        pg_port = int(open(os.path.join(pgdir, "port")).read())
+        with open(os.path.join(pgdir, "port")) as f:
+            pg_port = int(f.read())
         url, settings, n = pg_url(pgdir), {}, 1
         if kind == "proxy":
             self.proxy = nemesis.Proxy(pg_port)
