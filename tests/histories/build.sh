@@ -23,5 +23,5 @@ done
 mkdir -p "$(dirname "$OUT")"
 cd "$HERE"
 # -mod=readonly: go.mod and go.sum are the lock; GOTOOLCHAIN=local: the Go at hand builds it (go.mod asks for 1.19)
-CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly "$GO" build -trimpath -o "$OUT.tmp" .
+CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" "$GO" build -trimpath -o "$OUT.tmp" .
 mv "$OUT.tmp" "$OUT"
