@@ -246,3 +246,54 @@ NEMESES = {
 NEEDS = {"network-cut": "proxy", "network-delay": "proxy", "haproxy-replica-restart": "haproxy",
          "pgbouncer-reconnect": "pgbouncer", "pgbouncer-kill": "pgbouncer"}
 QUICK = ["postgres-kill-9", "backend-terminate", "preon-sighup", "preon-sigterm"]
+
+
+# --- the Patroni cluster of deploy/stack (long form only) ---------------------------------------------------------
+
+def rest_status(port, path, method="GET", body=None):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=3)
+    try:
+        c.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
+        r = c.getresponse()
+        r.read()
+        return r.status
+    except OSError:
+        return None
+    finally:
+        c.close()
+
+
+def wait(what, cond, bound=120):
+    deadline = time.monotonic() + bound
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.25)
+
+
+def patroni_leader_kill(t):
+    """The Patroni leader's node killed (SIGKILL to Patroni and its postmaster), a new leader awaited, the old node
+    started again (it rejoins as a replica, rewound if need be)."""
+    s = t.stack
+    node = s.leader()
+    with open(os.path.join(s.dir, "pids", "patroni%d" % node)) as f:
+        patroni_pid = int(f.read().split()[0])
+    with open(os.path.join(s.dir, "pg%d" % node, "data", "postmaster.pid")) as f:
+        pm = int(f.readline())
+    os.kill(patroni_pid, signal.SIGKILL)
+    os.kill(pm, signal.SIGKILL)
+    wait("a new leader", lambda: s.leader() not in (None, node))
+    forget_zombie(os.path.join(s.dir, "pg%d" % node))  # else Patroni takes the zombie for a running PostgreSQL
+    s.run("patroni-start", str(node))
+    try:
+        wait("the old leader back as a replica", s.healthy, 120)
+    except AssertionError:
+        if s.sync:
+            raise
+        # asynchronous: the old leader may hold WAL the new one never had, and need more than a rewind; the
+        # history goes on with two nodes
+        s.notes.append("the killed leader (node %d) did not rejoin within 120 s" % node)
+
+
+NEMESES["patroni-leader-kill"] = patroni_leader_kill
