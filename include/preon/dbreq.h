@@ -53,7 +53,8 @@ h2o_req_t *preon_dbreq_req(preon_dbreq_t *r);
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params);
 
 /** For a dbreq that continues another's work (a second step): it inherits the request's deadline
- * (server.request_timeout_ms counts from the first step). Call from `prev`'s on_done. */
+ * (server.request_timeout_ms counts from the first step), and its queries are not refused for the wait ahead of them
+ * (the request was let in at its first step; PREON_DB_ADMITTED). Call from `prev`'s on_done. */
 void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev);
 
 /** Sends the queries. If they cannot be queued, answers the request (503) and frees the dbreq at once. */
