@@ -8,7 +8,7 @@ that measured it. A block in README.md between
 
 is KIND's table of FOLDER/results.json (a folder under bench/published/): `published` is the published suite's
 summary (bench/run.py --suite published: posts 000, 001, 004 and the build, with the posts' own figures from
-bench/reference/ in a column of their own), `throughput` issue 13's table (bench/throughput.py), and
+bench/reference/ in a column of their own), `throughput` the throughput table against TechEmpower's C entry (bench/throughput.py), and
 `section FOLDER PREFIX` the section of FOLDER's report (rendered again by bench/run.py or bench/throughput.py)
 whose heading starts with PREFIX, without its heading.
 

@@ -250,7 +250,7 @@ def render(results):
 # ramp004's default partition: the driver on the first CPU, the target and PostgreSQL on the rest, the target
 # capped at half a CPU. Uncapped, on the rest of this 2-CPU machine, preon served 15,500 req/s at 1,160 users/s on
 # 2026-12-01 without breaking: past the post's 800 users/s. Capped, every stack breaks within the schedule, and the
-# driver's ceiling stays several times the busiest target's rate (issue 28).
+# driver's ceiling stays several times the busiest target's rate (the CPU partition, bench/measure/cpus.py).
 RAMP004_PARTITION = "quota=0.5"
 
 

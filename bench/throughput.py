@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Issue 13's throughput table in one command: preon beside TechEmpower's C h2o entry (if built), the Go gin
+"""The throughput table in one command: preon beside TechEmpower's C h2o entry (if built), the Go gin
 peer (bench/peers/go, if present), a bare epoll responder (bench/limit/epoll_hello.c, built here) and what
 PostgreSQL itself answers with 16 pipelined queries per Sync (pgbench, bench/limit/*_pipe16.sql).
 

@@ -11,7 +11,7 @@ tests (tests/integration/harness.py): it never imports either. Modules:
 
 and, imported by name (from measure import refdata; from measure.ramp import run_ramp):
 
-  cpus              the CPU partition: load generator, target and PostgreSQL each in a CPU set (issue 28)
+  cpus              the CPU partition: load generator, target and PostgreSQL each in a CPU set
   container         image targets (docker run --network host), container limits and memory sampling
   images            each target's container image (preon's Dockerfile, the peers' images.sh), built when missing
   ramp              the ramp of virtual users, post 004's layout (bench/ramp.py is its command line)

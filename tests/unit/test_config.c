@@ -213,7 +213,7 @@ static void test_queue_wait_below_request_timeout(void **state)
     preon_config_dispose(&cfg);
 }
 
-/* Issue 30, part 4: a request larger than the queue's length bound would get "queue full, retry" on an idle server for
+/* A request larger than the queue's length bound would get "queue full, retry" on an idle server for
  * ever; such a bound is refused at its line. The queue-wait default follows a short request timeout. */
 static void test_queue_bounds_fit_the_largest_request(void **state)
 {
