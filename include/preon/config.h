@@ -46,7 +46,7 @@ typedef struct st_preon_config_t {
         int reconnect_min_ms;       /* first back-off after a failed or lost connection */
         int reconnect_max_ms;       /* back-off doubles up to this */
         int sync;                   /* preon_sync_mode_t of the service's own API (/fruits) */
-        int tfb_sync;               /* preon_sync_mode_t of TechEmpower's test types (/db, /queries, ...) */
+        int strict_sync;            /* preon_sync_mode_t of routes held to strict Syncs (TechEmpower's; alias tfb_sync) */
         int pipeline_depth;         /* batches a connection may have in flight (0: any number) */
         int pooler;                 /* preon_pooler_t: no startup options behind one; unnamed statements in transaction mode */
     } database;
@@ -63,9 +63,15 @@ typedef struct st_preon_config_t {
         int enabled;
         char *path; /* Prometheus text format */
     } metrics;
+    struct {
+        int techempower; /* TechEmpower's test types mounted: their routes, and their statements on every connection */
+    } modules;
     /* Where each key was last set ("FILE:LINE:COL" or "environment NAME"; NULL: its default), by table row, so that
      * a check across keys can point at the line to change. */
     char *origin[PREON_CONFIG_KEYS];
+    /* One line "WHERE: old.key is deprecated, use new.key\n" for each renamed key set by its old name; NULL: none.
+     * main.c logs them once the log runs. */
+    char *deprecated;
 } preon_config_t;
 
 /** Fills `cfg` with the built-in defaults. Pair with preon_config_dispose. */

@@ -19,7 +19,7 @@ typedef struct st_preon_dbreq_t preon_dbreq_t;
 /** Which setting places a dbreq's Syncs (each Sync ends one implicit transaction). */
 typedef enum {
     PREON_DBREQ_SYNCS_API = 0, /* database.sync: the service's own API (default batch: reads may share a Sync) */
-    PREON_DBREQ_SYNCS_STRICT,  /* database.tfb_sync: routes held to a Sync after every query (TechEmpower's rule) */
+    PREON_DBREQ_SYNCS_STRICT,  /* database.strict_sync: routes held to a Sync after every query (TechEmpower's rule) */
 } preon_dbreq_syncs_t;
 
 typedef struct st_preon_dbreq_ops_t {

@@ -253,7 +253,7 @@ void preon_dbreq_run(preon_dbreq_t *r)
             qs[i]->flags |= PREON_DB_ADMITTED; /* the request was judged at its first step */
     }
     const preon_config_t *cfg = r->thr->cfg;
-    int sync = r->ops->syncs == PREON_DBREQ_SYNCS_STRICT ? cfg->database.tfb_sync : cfg->database.sync;
+    int sync = r->ops->syncs == PREON_DBREQ_SYNCS_STRICT ? cfg->database.strict_sync : cfg->database.sync;
     preon_db_pool_t *pool = pool_for(r);
     int rv = preon_db_submit(pool, qs, r->n, sync);
     if (rv == PREON_ENOTCONN && pool != r->thr->db)
