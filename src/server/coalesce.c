@@ -5,11 +5,11 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "preon/alloc.h"
 #include "preon/assert.h"
+#include "preon/interpose.h"
 #include "coalesce.h"
 #include "lazyep.h"
 
@@ -19,16 +19,24 @@
  * h2o 2.2.5 answers pipelined requests one after the other within one loop pass, each with its own writev(): sixteen
  * pipelined requests (TechEmpower's plaintext test) cost sixteen system calls, where one would carry all sixteen
  * answers. h2o writes to its sockets through writev() and closes them with close(), both called through the PLT:
- * this file defines both, and the executable's definitions come first in the dynamic linker's lookup. On a loop thread
- * that started coalescing, a connection's first writev() of a pass goes to the socket at once (a connection with one
+ * src/interpose/ defines both for the process and calls this file's hooks (include/preon/interpose.h). Only the
+ * sockets the server registers at accept (preon_coalesce_track) are handled here. On a loop thread that started
+ * coalescing, a connection's first writev() of a pass goes to the socket at once (a connection with one
  * request in flight, the usual case, is written exactly as before, without a copy); later ones in the same pass are
  * copied into the connection's buffer and reported written, and preon_coalesce_pass_end writes them in one go.
  *
  * The bytes and their order are h2o's. What the socket does not take waits for writability (an epoll set of this
  * file's, itself watched by the loop); meanwhile a writev() on that socket first writes what waits, and answers EAGAIN
  * if it cannot, so that h2o waits for writability as it always does (its backpressure holds: a client that reads
- * nothing stalls its own connection, never the loop or the memory). A socket h2o closes with bytes still held is
- * kept open (a dup) until they are out, or for `linger_ms`. Every other writev() and close() is the system call.
+ * nothing stalls its own connection, never the loop or the memory). At most PREON_COALESCE_HOLD_MAX bytes are held
+ * per connection: past it writev() answers EAGAIN, as a full socket would. h2o 2.2.5 has no timeout for a write: one
+ * it was told to wait for and whose peer takes nothing for `linger_ms` is shut down, so that h2o's next write fails.
+ *
+ * A tracked socket h2o closes stays open here (h2o no longer knows it; no dup) and counts as a connection until it is
+ * really closed (the server's release callback): first its held bytes go out (within `linger_ms`, renewed while the
+ * peer reads but never past twice that), then it is shut down for writing and what the peer still sends is read and
+ * dropped until its end or PREON_COALESCE_DROP_MS: closing a socket with unread input would reset the connection and
+ * destroy the answer in flight (nginx's lingering close). Every other writev() and close() is the system call.
  */
 
 typedef struct {
@@ -138,7 +146,7 @@ static void arm(int fd, uint32_t events)
 {
     slot_t *s = &co.slots[fd];
     struct epoll_event ev = {.events = events | EPOLLONESHOT, .data.fd = fd};
-    if (epoll_ctl(co.efd, s->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) == 0)
+    if (preon_sys_epoll_ctl(co.efd, s->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) == 0)
         s->in_epoll = 1;
 }
 
@@ -146,7 +154,7 @@ static void disarm(int fd)
 {
     slot_t *s = &co.slots[fd];
     if (s->in_epoll)
-        epoll_ctl(co.efd, EPOLL_CTL_DEL, fd, NULL);
+        preon_sys_epoll_ctl(co.efd, EPOLL_CTL_DEL, fd, NULL);
     s->in_epoll = 0;
 }
 
@@ -157,7 +165,7 @@ static void finish(int fd)
     disarm(fd);
     forget(&co.slots[fd]);
     co.nlinger--;
-    syscall(SYS_close, fd);
+    preon_sys_close(fd);
     co.release(co.release_data);
 }
 
@@ -240,10 +248,10 @@ unsigned preon_coalesce_closing(void)
     return co.nlinger;
 }
 
-ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+ssize_t preon_coalesce_writev(int fd, const struct iovec *iov, int iovcnt)
 {
     if (!co.on || fd < 0 || (size_t)fd >= co.nslots || !co.slots[fd].tracked)
-        return syscall(SYS_writev, fd, iov, iovcnt);
+        return preon_sys_writev(fd, iov, iovcnt);
     slot_t *s = &co.slots[fd];
     if (s->stuck) {
         /* What waits goes first; while it cannot, h2o waits for writability too. */
@@ -269,7 +277,7 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
     }
     if (s->len == 0 && s->pass != co.pass) {
         s->pass = co.pass;
-        ssize_t n = syscall(SYS_writev, fd, iov, iovcnt);
+        ssize_t n = preon_sys_writev(fd, iov, iovcnt);
         if (n < 0 ? errno == EAGAIN || errno == EWOULDBLOCK : (size_t)n < total) {
             s->full_pass = co.pass;
             set_stuck(s, 1); /* h2o keeps the rest and waits for writability: watched for a peer that never reads */
@@ -289,14 +297,14 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
     return (ssize_t)total;
 }
 
-int close(int fd)
+int preon_coalesce_close(int fd)
 {
     preon_lazyep_closing(fd);
     if (co.on && fd >= 0 && (size_t)fd < co.nslots && co.slots[fd].tracked) {
         retire(fd);
         return 0;
     }
-    return (int)syscall(SYS_close, fd);
+    return preon_sys_close(fd);
 }
 
 /* Sockets in this file's set are ready: write what they hold, or drop what a closing one's peer sent. */
@@ -305,7 +313,7 @@ static void on_ready(h2o_socket_t *sock, const char *err)
     struct epoll_event ev[64];
     int n;
     (void)sock, (void)err;
-    while ((n = epoll_wait(co.efd, ev, 64, 0)) > 0) {
+    while ((n = preon_sys_epoll_wait(co.efd, ev, 64, 0)) > 0) {
         for (int i = 0; i < n; i++) {
             int fd = ev[i].data.fd;
             slot_t *s = &co.slots[fd];

@@ -8,6 +8,7 @@
  * and leave together when the pass ends. Server-internal: the loop threads of server.c call it.
  */
 #include <h2o.h>
+#include <sys/uio.h>
 
 /* The most bytes a connection holds here: past it, writev() answers EAGAIN as a full socket would, and h2o waits for
  * writability (a client that pipelines without reading costs this much, not its answers' size). */
@@ -32,6 +33,11 @@ size_t preon_coalesce_held(int fd);
 
 /** Sockets h2o closed that are still open here (writing their last bytes, or reading their peer's last input). */
 unsigned preon_coalesce_closing(void);
+
+/* The hooks of writev() and close() (include/preon/interpose.h): coalescing on the threads that started it, the
+ * system's function elsewhere and for every descriptor not tracked. */
+ssize_t preon_coalesce_writev(int fd, const struct iovec *iov, int iovcnt);
+int preon_coalesce_close(int fd);
 
 /** Ends a loop pass: writes what the pass held, one write per connection. Call after every h2o_evloop_run. */
 void preon_coalesce_pass_end(void);

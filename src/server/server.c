@@ -17,6 +17,7 @@
 #include "lazyep.h"
 #include "cpus.h"
 #include "preon/errors.h"
+#include "preon/interpose.h"
 #include "preon/log.h"
 #include "observe.h"
 #include "preon/reply.h"
@@ -376,7 +377,8 @@ static void *thread_main(void *arg)
 #endif
     h2o_socket_read_start(thr->listener, on_accept);
     /* Pipelined requests' answers leave together at the end of each loop pass (coalesce.c). */
-    preon_coalesce_start(thr->loop, (uint64_t)thr->cfg->server.idle_timeout_ms, on_conn_release, thr);
+    if (thr->cfg->server.interpose)
+        preon_coalesce_start(thr->loop, (uint64_t)thr->cfg->server.idle_timeout_ms, on_conn_release, thr);
     /* Until the stop message: serve. Then until nothing waits on the database, every answer begun is written (to
      * a client that reads) and no request has come for a moment (active keep-alive clients get Connection: close and
      * leave), or the shutdown deadline. */
@@ -498,7 +500,14 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->index = index;
     thr->cfg = cfg;
     thr->loop = h2o_evloop_create();
-    preon_lazyep_adopt(); /* its epoll set: read interest is taken away lazily (lazyep.c) */
+    /* its epoll set: read interest is taken away lazily (lazyep.c) */
+    if (cfg->server.interpose && preon_interpose_linked && preon_lazyep_adopt() != 0) {
+        snprintf(err, errlen,
+                 "h2o's epoll set was not seen being created (its epoll_create() no longer reaches preon's); "
+                 "set server.interpose to false to run without the interposed calls");
+        close(fd);
+        return -1;
+    }
     thr->listener = h2o_evloop_socket_create(thr->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     thr->listen_fd = fd;
     thr->spare_fd = dup(fd);
@@ -593,6 +602,15 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
     signal(SIGUSR1, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     unsigned long long nofile = limit_connections(cfg);
+    if (cfg->server.interpose) {
+        /* Before any loop exists: the interposed calls reach their mechanisms from now on (include/preon/interpose.h). */
+        preon_interpose_hooks.writev = preon_coalesce_writev;
+        preon_interpose_hooks.close = preon_coalesce_close;
+        preon_interpose_hooks.epoll_create = preon_lazyep_create;
+        preon_interpose_hooks.epoll_ctl = preon_lazyep_ctl;
+        preon_interpose_hooks.epoll_wait = preon_lazyep_wait;
+        preon_db_interpose();
+    }
     preon_observe_init();
     if (service->init(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "preon: %s\n", err);

@@ -132,6 +132,8 @@ class PipeliningTest(PreonTestCase):
     def test_reader_that_stops_is_dropped(self):
         """The same, but the client never reads: after server.idle_timeout_ms without a byte taken (0.5 s here), the
         connection ends with what is left (the descriptor is not kept for ever), and the server serves on."""
+        if os.environ.get("PREON_SERVER_INTERPOSE") == "false":
+            self.skipTest("h2o 2.2.5 has no timeout for a write: cutting a stalled one is the interposed writev()'s")
         with Preon(server_threads=1, server_idle_timeout_ms=500).start() as p:
             paths = [BIG, "/plaintext"] * 400
             s = slow_socket(p.port)
@@ -159,7 +161,7 @@ class PipeliningTest(PreonTestCase):
         """A request that ends the connection (Connection: close, HTTP/1.0), then another 0.2 s later while the answer
         (about 16 KB) still waits behind a 4 KB window: preon shuts its side down and reads and drops the rest, so the
         whole answer arrives, then the end, not a reset (closing a socket with unread input resets it)."""
-        if os.environ.get("PREON_SERVER_INTERPOSE") == "0":
+        if os.environ.get("PREON_SERVER_INTERPOSE") == "false":
             self.skipTest("the graceful close is the interposed close()'s")
         for first in (request(BIG, close=True), ("GET %s HTTP/1.0\r\nHost: x\r\n\r\n" % BIG).encode()):
             s = slow_socket(self.preon.port)
@@ -229,7 +231,15 @@ class PipeliningTest(PreonTestCase):
                     s.close()
                 for t in senders:
                     t.join(timeout=10 * SLOW)
-            self.assertEqual(p.request("GET", "/plaintext")[:3:2], (200, b"Hello, World!"))
+            # once their clients have gone, their places are free again (a moment: their sockets close as they notice)
+            deadline = time.monotonic() + 10 * SLOW
+            while True:
+                try:
+                    self.assertEqual(p.request("GET", "/plaintext")[:3:2], (200, b"Hello, World!"))
+                    break
+                except ConnectionError:
+                    self.assertLess(time.monotonic(), deadline, "still refused after the flood's clients left")
+                    time.sleep(0.1)
 
     @unittest.skipIf(shutil.which("strace") is None, "strace is not installed")
     def test_one_write_per_pipelined_batch(self):
@@ -238,6 +248,8 @@ class PipeliningTest(PreonTestCase):
         the rest at its end), not sixteen."""
         if WRAPPER:
             self.skipTest("under valgrind a batch's requests reach the loop over several passes")
+        if os.environ.get("PREON_SERVER_INTERPOSE") == "false":
+            self.skipTest("coalescing is the interposed writev()'s")
         with tempfile.TemporaryDirectory() as tmp, \
                 socket.create_connection(("127.0.0.1", self.preon.port), timeout=30) as s:
             out = os.path.join(tmp, "strace.out")
