@@ -66,10 +66,10 @@ class ShutdownTest(unittest.TestCase):
             holder.wait(timeout=30)
 
     def test_drain_delivers_to_a_slow_reader(self):
-        """A client pipelines 150 GET /cached-queries?count=500 (about 2.4 MB of answers) through a 4 KB receive window and
+        """A client pipelines 300 GET /cached-queries?count=500 (about 5 MB of answers) through a 4 KB receive window and
         reads at some 8 MB/s; SIGTERM comes 0.3 s later. Every request h2o has read gets its whole answer (the drain waits
         for the writes, within server.shutdown_timeout_ms), then the connection ends and preon exits 0."""
-        n = scaled(150, 300, 20)
+        n = scaled(300, 300, 20)
         with Preon(server_shutdown_timeout_ms=10000 * SLOW).start() as p:
             s = slow_socket(p.port)
             got, done = [], threading.Event()
@@ -82,7 +82,7 @@ class ShutdownTest(unittest.TestCase):
                         if not chunk:
                             break
                         buf += chunk
-                        time.sleep(0.002)
+                        time.sleep(0.0005)
                 finally:
                     got.append(buf)
                     done.set()
