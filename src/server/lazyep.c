@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 #include "preon/alloc.h"
+#include "preon/assert.h"
 #include "preon/interpose.h"
 #include "lazyep.h"
 
@@ -45,6 +46,7 @@ typedef struct {
  * process, so this is for correctness, not for use.) */
 static unsigned char adopted[MAX_SETS];
 static __thread int last_created = -1;
+static __thread int own_set = -1; /* the adopted set this thread's loop runs: the only one it may touch */
 static __thread struct {
     entry_t *entries; /* by descriptor; the loop thread's own */
     size_t n;
@@ -62,6 +64,14 @@ static int sys_ctl(int epfd, int op, int fd, uint32_t events)
 static inline int is_adopted(int epfd)
 {
     return epfd > 0 && epfd < MAX_SETS && __atomic_load_n(&adopted[epfd], __ATOMIC_ACQUIRE) == 1;
+}
+
+/* An adopted set's table (lz) is its loop thread's: the first thread to use the set owns it, and no other may. */
+static inline int owns(int epfd)
+{
+    if (own_set < 0)
+        own_set = epfd;
+    return own_set == epfd;
 }
 
 static entry_t *grow(int fd)
@@ -95,6 +105,7 @@ int preon_lazyep_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
     if (!is_adopted(epfd) || fd < 0 || (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL))
         return preon_sys_epoll_ctl(epfd, op, fd, event);
+    PREON_ASSERT(owns(epfd));
     entry_t *e = (size_t)fd < lz.n ? &lz.entries[fd] : grow(fd);
     if (e->epfd != epfd)
         *e = (entry_t){.epfd = epfd};
@@ -124,6 +135,7 @@ int preon_lazyep_wait(int epfd, struct epoll_event *events, int maxevents, int t
     int n = preon_sys_epoll_wait(epfd, events, maxevents, timeout);
     if (n <= 0 || !is_adopted(epfd))
         return n;
+    PREON_ASSERT(owns(epfd));
     int out = 0;
     for (int i = 0; i < n; i++) {
         uint64_t data = events[i].data.u64;
