@@ -210,6 +210,13 @@ static void on_conn_release(void *data)
     __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
 }
 
+/* The interposed calls reach their mechanisms: server.interpose is on, and the binary holds src/interpose/ (without
+ * it, as with -DPREON_INTERPOSE=OFF, nothing would tell coalesce.c that h2o closed a socket). */
+static int interposing(const preon_config_t *cfg)
+{
+    return cfg->server.interpose && preon_interpose_linked;
+}
+
 static void on_conn_close(void *data)
 {
     conn_t *c = data;
@@ -377,7 +384,7 @@ static void *thread_main(void *arg)
 #endif
     h2o_socket_read_start(thr->listener, on_accept);
     /* Pipelined requests' answers leave together at the end of each loop pass (coalesce.c). */
-    if (thr->cfg->server.interpose)
+    if (interposing(thr->cfg))
         preon_coalesce_start(thr->loop, (uint64_t)thr->cfg->server.idle_timeout_ms, on_conn_release, thr);
     /* Until the stop message: serve. Then until nothing waits on the database, every answer begun is written (to
      * a client that reads) and no request has come for a moment (active keep-alive clients get Connection: close and
@@ -501,7 +508,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->cfg = cfg;
     thr->loop = h2o_evloop_create();
     /* its epoll set: read interest is taken away lazily (lazyep.c) */
-    if (cfg->server.interpose && preon_interpose_linked && preon_lazyep_adopt() != 0) {
+    if (interposing(cfg) && preon_lazyep_adopt() != 0) {
         snprintf(err, errlen,
                  "h2o's epoll set was not seen being created (its epoll_create() no longer reaches preon's); "
                  "set server.interpose to false to run without the interposed calls");
@@ -602,7 +609,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
     signal(SIGUSR1, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     unsigned long long nofile = limit_connections(cfg);
-    if (cfg->server.interpose) {
+    if (interposing(cfg)) {
         /* Before any loop exists: the interposed calls reach their mechanisms from now on (include/preon/interpose.h). */
         preon_interpose_hooks.writev = preon_coalesce_writev;
         preon_interpose_hooks.close = preon_coalesce_close;
