@@ -31,6 +31,7 @@ typedef struct st_preon_config_t {
         int request_timeout_ms;  /* a request still waiting for the database after this gets 504 */
         int idle_timeout_ms;     /* an idle keep-alive connection (or a slow request head) is closed after this */
         int max_connections;     /* open client connections over all threads; more are refused */
+        int interpose;           /* the interposed libc calls' mechanisms (include/preon/interpose.h) on */
         int http2;               /* h2c upgrade allowed (off: h2o 2.2.5 lacks the HTTP/2 rapid-reset fix) */
         int drain_delay_ms;      /* after SIGTERM: ready turns 503 at once, listeners close after this */
     } server;

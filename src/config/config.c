@@ -48,6 +48,7 @@ static const config_entry_t entries[] = {
     {"server", "max_connections", T_INT, OFF(server.max_connections), 1, 10000000, NULL, "100000"},
     {"server", "http2", T_ENUM, OFF(server.http2), 0, 0, booleans, "false"},
     {"server", "drain_delay_ms", T_INT, OFF(server.drain_delay_ms), 0, 3600000, NULL, "0"},
+    {"server", "interpose", T_ENUM, OFF(server.interpose), 0, 0, booleans, "true"},
     {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
     {"database", "read_url", T_STRING, OFF(database.read_url), 0, 0, NULL, ""},
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 0, 64, NULL, "0"},

@@ -179,6 +179,8 @@ size_t preon_db_conn_read_results(preon_db_conn_t *c);
 void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap);
 
 /* wbuf.c */
+/** The hook of send(): libpq's writes to a held socket of this thread join its buffer. */
+ssize_t preon_db_wbuf_send(int fd, const void *buf, size_t len, int flags);
 /** From now until the next flush, libpq's send() calls on `fd` append to `w` and report everything written. */
 void preon_db_wbuf_hold(preon_db_wbuf_t *w, int fd);
 /**
