@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Two builds of preon side by side: the same tests, the same private PostgreSQL, alternating (A B, then B A),
 medians over the rounds; requests/s, mean and p99 latency at 64 connections and at 1. For "did this change make it
-faster or slower": issue 13's "p99 at c64 no worse than before, c1 no slower".
+faster or slower": the goal the batching was held to, "p99 at c64 no worse than before, c1 no slower".
 
   bench/builds.py --before /tmp/old/build/preon --after build/preon [--rounds 3] [--duration 4] [--quick]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Issue 29's measures that the machine's noise cannot blur, in one command: for preon and TechEmpower's C h2o
+"""The cost per request, in measures that the machine's noise cannot blur, in one command: for preon and TechEmpower's C h2o
 entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/plaintext, /plaintext pipelined ×16,
 /json, /db, /fortunes, /queries=20, /updates=20):
 

@@ -8,7 +8,7 @@ that measured it. A block in README.md between
 
 is KIND's table of FOLDER/results.json (a folder under bench/published/): `published` is the published suite's
 summary (bench/run.py --suite published: posts 000, 001, 004 and the build, with the posts' own figures from
-bench/reference/ in a column of their own), `throughput` issue 13's table (bench/throughput.py), and
+bench/reference/ in a column of their own), `brief` a few of its rows cut to their headline figures (README's), `throughput` the throughput table against TechEmpower's C entry (bench/throughput.py), and
 `section FOLDER PREFIX` the section of FOLDER's report (rendered again by bench/run.py or bench/throughput.py)
 whose heading starts with PREFIX, without its heading.
 
@@ -172,6 +172,33 @@ def render_published(path, refs, more=None):
     are laid over the suite's, target by target (e.g. 000 and 001 in rounds, limits and matrix on the images, a
     target of its own in a column of its own), and ramp004 runs', whose open workload gives post 004's row instead
     of the suite's closed ramp."""
+    names, rows = published_rows(path, refs, more)
+    return md_table(["post, metric"] + names + ["published (their hardware)"], rows)
+
+
+# README's short form of the same table: a few of its rows, each cell cut to its headline figure, no published
+# column (the posts' figures are their hardware's: docs/benchmarks.md has them beside).
+BRIEF = [
+    ("000: ", "GET /hello, 50 connections, req/s", lambda c: c.split(" (")[0]),
+    ("001: peak RSS", "peak memory, MB / start, s", lambda c: " / ".join(c.split(" / ")[:2])),
+    ("003: ", "container start to a first DB answer, ms", lambda c: c.split(" / ")[0]),
+    ("004: ", "DB journey at 0.5 CPU: users when it broke", lambda c: c.split(" @ ")[0]),
+]
+
+
+def render_brief(path, refs, more=None):
+    """A few rows of render_published's table, each cell its headline figure (BRIEF)."""
+    names, rows = published_rows(path, refs, more)
+    brief = []
+    for prefix, label, cut in BRIEF:
+        row = next((r for r in rows if r[0].startswith(prefix)), None)
+        if row is not None:
+            brief.append([label] + [c if c == "-" else cut(c) for c in row[1:1 + len(names)]])
+    return md_table(["measure"] + names, brief)
+
+
+def published_rows(path, refs, more=None):
+    """render_published's target names and rows (each row: its label, a cell per target, the published figure)."""
     results, ramp004 = overlay(record.load_json(path), more)
     rec = record.run_from(results, record.where_of(path) + (" with %s laid over" % more if more else ""))
     names, sc = rec.targets, rec.scenarios
@@ -262,7 +289,7 @@ def render_published(path, refs, more=None):
             "Quarkus native %s–%s" % (_pub(refs, "001", "build_time", q + " native", f="{:g}"),
                                       _pub(refs, "004", "build_time", nat, table="chapter 6", f="{:g}"))],
     ]
-    return md_table(["post, metric"] + names + ["published (their hardware)"], rows)
+    return names, rows
 
 
 def render_throughput(path, refs, _=None):
@@ -284,7 +311,8 @@ def render_section(path, refs, prefix):
     raise KeyError("the report has no section whose heading starts with %r" % prefix)
 
 
-KINDS = {"published": render_published, "throughput": render_throughput, "section": render_section}
+KINDS = {"published": render_published, "brief": render_brief, "throughput": render_throughput,
+         "section": render_section}
 
 
 def generate(text, refs):

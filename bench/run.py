@@ -19,7 +19,7 @@ requests), limits (post 001's Docker table: 1 CPU and -m 8/16/32/64/128/256 MiB,
 300 MB/2 CPU, each with boot time, idle CPU % and RAM, ab -n 10000 -c 100 on the DB path cold and warm, RAM under
 load, failed requests), c10k (10,000 concurrent keep-alive connections on the DB path), rounds (not in the classic
 suite: wrk on /hello and the DB path at 50 and 100 connections, 3 rounds of 10 s with the order alternated, medians
-and ratios; bench/compare.py runs it). Scenario parameters can be changed with --set KEY=VALUE. Caps apply through a
+and ratios; `--scenario rounds,startup,footprint --target preon --target go` runs it). Scenario parameters can be changed with --set KEY=VALUE. Caps apply through a
 cgroup of its own to a process target, through docker run -m/--cpus to an image target. A target is preon (built
 here, on a private PostgreSQL), a start command and a base URL, or an image (run with docker run --network host;
 startup is then docker run → first 200 and the container's exec → first 200). A start command or an image gets
@@ -250,7 +250,7 @@ def render(results):
 # ramp004's default partition: the driver on the first CPU, the target and PostgreSQL on the rest, the target
 # capped at half a CPU. Uncapped, on the rest of this 2-CPU machine, preon served 15,500 req/s at 1,160 users/s on
 # 2026-12-01 without breaking: past the post's 800 users/s. Capped, every stack breaks within the schedule, and the
-# driver's ceiling stays several times the busiest target's rate (issue 28).
+# driver's ceiling stays several times the busiest target's rate (the CPU partition, bench/measure/cpus.py).
 RAMP004_PARTITION = "quota=0.5"
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Issue 13's throughput table in one command: preon beside TechEmpower's C h2o entry (if built), the Go gin
+"""The throughput table in one command: preon beside TechEmpower's C h2o entry (if built), the Go gin
 peer (bench/peers/go, if present), a bare epoll responder (bench/limit/epoll_hello.c, built here) and what
 PostgreSQL itself answers with 16 pipelined queries per Sync (pgbench, bench/limit/*_pipe16.sql).
 
@@ -157,7 +157,7 @@ def make_members(args, partition):
                Http("preon-c3", DB_TESTS, preon_as("preon-c3", PREON_DATABASE_CONNECTIONS_PER_THREAD="3")),
                Http("preon-c4", DB_TESTS, preon_as("preon-c4", PREON_DATABASE_CONNECTIONS_PER_THREAD="4")),
                Http("preon-batch", DB_TESTS + ["fruits"],
-                    preon_as("preon-batch", PREON_DATABASE_TFB_SYNC="batch", PREON_DATABASE_SYNC="batch")),
+                    preon_as("preon-batch", PREON_DATABASE_STRICT_SYNC="batch", PREON_DATABASE_SYNC="batch")),
                Http("tfb-h2o", tfb_tests, tfb_h2o("tfb-h2o")),
                Http("tfb-h2o-m2", DB_TESTS, tfb_h2o("tfb-h2o-m2")),
                Http("tfb-h2o-m3", DB_TESTS, tfb_h2o("tfb-h2o-m3")),

@@ -21,6 +21,20 @@ extern char **environ;
 static const char *config_path;
 static const preon_config_t *running;
 
+/* Writes each of the configuration's deprecation notes to the log (or, with `fp`, there). */
+static void warn_deprecated(const preon_config_t *cfg, FILE *fp)
+{
+    for (const char *line = cfg->deprecated; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        int len = (int)(end - line);
+        if (fp != NULL)
+            fprintf(fp, "preon: warning: %.*s\n", len, line);
+        else
+            preon_log_warn("%.*s", len, line);
+        line = end + 1;
+    }
+}
+
 /* Loads the file (and the environment) as at start-up; 0, or a negative code with the reason in `err`. */
 static int load(preon_config_t *cfg, const char *path, char *err, size_t errlen)
 {
@@ -149,6 +163,7 @@ int main(int argc, char **argv)
     unsigned threads = preon_server_threads(&cfg);
     int per_thread = preon_config_choose_connections(&cfg, threads, chosen, sizeof(chosen));
     if (check) {
+        warn_deprecated(&cfg, stderr);
         printf("# %s: valid\n", path != NULL ? path : "(built-in defaults)");
         printf("# server.threads: %u (%s)\n", threads, cfg.server.threads != 0 ? "set" : "one per usable CPU");
         printf("# database.connections_per_thread: %d (%s)\n", per_thread, chosen);
@@ -159,10 +174,11 @@ int main(int argc, char **argv)
         return 0;
     }
     preon_log_start();
+    warn_deprecated(&cfg, NULL);
     preon_log_info("database.connections_per_thread: %d (%s)", per_thread, chosen);
     config_path = path;
     running = &cfg;
-    int rv = preon_server_run(&cfg, target, read_target, &preon_app, on_reload);
+    int rv = preon_server_run(&cfg, target, read_target, preon_app(&cfg), on_reload);
     preon_log_stop();
     preon_db_target_destroy(target);
     preon_db_target_destroy(read_target);

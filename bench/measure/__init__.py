@@ -11,10 +11,10 @@ tests (tests/integration/harness.py): it never imports either. Modules:
 
 and, imported by name (from measure import refdata; from measure.ramp import run_ramp):
 
-  cpus              the CPU partition: load generator, target and PostgreSQL each in a CPU set (issue 28)
+  cpus              the CPU partition: load generator, target and PostgreSQL each in a CPU set
   container         image targets (docker run --network host), container limits and memory sampling
   images            each target's container image (preon's Dockerfile, the peers' images.sh), built when missing
-  ramp              the ramp of virtual users, post 004's layout (bench/ramp.py is its command line)
+  ramp              the ramp of virtual users, post 004's layout (its command line: python3 bench/measure/ramp.py)
   ramp_open         the open-workload drivers (bench/ramp004/cdriver, driver): build, run, parse, saturation point
   refdata           the published posts' figures as data (bench/reference/); run directly, it validates them
   rounds            a measurement's rounds merged into medians, and read back with their spread

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""User-space instructions per request, from valgrind's callgrind (issue 29): a server run whole under callgrind
+"""User-space instructions per request, from valgrind's callgrind: a server run whole under callgrind
 (valgrind execs the binary itself), a warm-up, then a fixed count of requests (measure.fixed_count), then SIGTERM;
 two such runs of N1 and N2 requests, and (Ir₂ − Ir₁) / (N2 − N1) is the cost of one request with start-up, warm-up
 and shutdown cancelled out. callgrind_annotate of each run, per function (inclusive and self), differenced the same

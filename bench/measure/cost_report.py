@@ -327,7 +327,7 @@ def throughput_section(tp):
                                                          tp["rounds"], ORDERS[tp.get("order", "rotated")],
                                                          tp["tfb_h2o"])]
     # preon at 1 and 3 connections per thread are columns of runs that had them (1 from 2026-12-02: the default became a
-    # choice; 3 from 2026-12-03's eleventh pass)
+    # choice; 3 from 2026-12-03)
     cpts = [m for m in ("preon-c1", "preon-c2", "preon-c3", "preon-c4")
             if m not in ("preon-c1", "preon-c3") or any(by.get(m) for by in tp["per_round"].values())]
     twin = twin_of_shipped(tp, cpts)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Where the server's CPUs spend their time under load (issue 29). `perf record` samples every CPU of the target's
+"""Where the server's CPUs spend their time under load. `perf record` samples every CPU of the target's
 set on a clock (cpu-clock, FREQ per second: these machines have no hardware counters), kernel included, while wrk
 runs from the load set. Each sample goes to whose it is: the server's code (user space), the kernel while the
 server runs (its system calls and the loopback TCP work they carry, the client's receive side included), PostgreSQL's

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The CPU partition of a measurement (issue 28): the load generator (wrk, ab, the ramp004 driver), the target and
+"""The CPU partition of a measurement: the load generator (wrk, ab, the ramp004 driver), the target and
 PostgreSQL each in a stated CPU set, the target optionally under a CPU quota. The sets are cgroup v1 cpusets where
 /sys/fs/cgroup/cpuset is writable, cgroup v2 cpusets where the unified hierarchy has the controller, and
 sched_setaffinity (taskset) otherwise; a quota needs a cgroup (v1 `cpu` or v2 `cpu.max`).
@@ -75,7 +75,7 @@ def _write(path, value):
 @dataclasses.dataclass
 class Partition:
     """CPU sets per role (lists of CPU numbers) and the target's quota in CPUs (None: none). `enabled` False is
-    the unpartitioned run: every role shares every CPU, as before issue 28."""
+    the unpartitioned run: every role shares every CPU, as before 2026-12-02."""
     load: list
     target: list
     postgres: list
@@ -291,9 +291,9 @@ class Partition:
 
 def report_sentence(part, where="in the target's set"):
     """A report's sentence on the CPU partition (`part`: results.json's "partition", or None for a run from before
-    issue 28), with what each runtime detected `where` the commands ran."""
+    2026-12-02), with what each runtime detected `where` the commands ran."""
     if not part:
-        return "CPU partition: none recorded (a run from before issue 28: every role on every CPU)."
+        return "CPU partition: none recorded (a run from before 2026-12-02: every role on every CPU)."
     det = part.get("detected") or {}
     seen = []
     if det.get("nproc") is not None:

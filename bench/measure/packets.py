@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""Packets sent per request (issue 29): how many of a process's writes became packets. PostgreSQL's backend flushes
+"""Packets sent per request: how many of a process's writes became packets. PostgreSQL's backend flushes
 its output at every Sync, but a flush is a packet only when TCP sends it at once; when the congestion window is full
-the next flushes join the bytes still waiting (2026-12-03, eleventh pass: under BBR, 19 packets per /queries=20
+the next flushes join the bytes still waiting (2026-12-03: under BBR, 19 packets per /queries=20
 request toward preon's four connections, 10 toward TFB h2o's four, each packet's receive work run inside the
 sender's system call). `perf stat` counts the kernel's net:net_dev_xmit tracepoint (one per packet a device sends;
 on loopback, every segment) for the threads of a set of processes, attached for the length of a block."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""PostgreSQL's user-space instructions per request (issue 29): the private cluster restarted with its postmaster
+"""PostgreSQL's user-space instructions per request: the private cluster restarted with its postmaster
 under valgrind's callgrind (--trace-children: every backend it forks is counted, each into its own file, written
 when the backend exits), then a server started natively, warmed up, a fixed count of requests (measure.fixed_count),
 the server stopped; the instructions of the backends it was connected to, summed. Two such runs of N1 and N2

@@ -75,7 +75,7 @@ def kind(path):
 class _Record:
     """What every record holds: the file it was read from, for error messages, the JSON as read (for json.dump,
     charts, and renderers that still read dicts), and the header every script writes (measure.results_header):
-    machine, kernel and loadavg_start since 2026-12-01, partition since issue 28, tcp_congestion_control since
+    machine, kernel and loadavg_start since 2026-12-01, partition since 2026-12-02, tcp_congestion_control since
     2026-12-03 (measure/tcp.py)."""
     where: str
     raw: dict = dataclasses.field(repr=False)

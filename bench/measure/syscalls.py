@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""System calls per request by kind (issue 29), from `strace -c -f`: strace attaches to every thread of the server,
+"""System calls per request by kind, from `strace -c -f`: strace attaches to every thread of the server,
 and separately to every PostgreSQL backend it is connected to (pg_stat_activity), for exactly a fixed count of
 requests (measure.fixed_count), then detaches and writes its summary. strace slows what it traces, not what is
 counted: the calls a request makes are the same."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""bench/throughput.py's tests, issue 13's goals, and the report: the issue's table (medians, ratios, what limits
+"""bench/throughput.py's tests, its goals (preon's p99 and throughput against the other rows), and the report: the table (medians, ratios, what limits
 each row, goal met/missed), latency and errors per target, peak RSS."""
 from .report import md_table, round_ratios
 from .rounds import ORDERS
@@ -222,7 +222,7 @@ def render(results):
                  results.get("preon_commit") or "?", a.get("sync") or "as configured", a["duration"],
                  a["c1_duration"], a["rounds"], ORDERS[a.get("order", "rotated")], results["postgres"], status), "",
              "CPU partition: %s." % (results.get("partition") or {}).get(
-                 "sentence", "none recorded (a run from before issue 28: every role on every CPU)") +
+                 "sentence", "none recorded (a run from before 2026-12-02: every role on every CPU)") +
              (" TCP congestion control: %s (bench/measure/tcp.py)." % results["tcp_congestion_control"]
               if results.get("tcp_congestion_control") else ""), ""]
     shipped = results.get("preon_shipped")

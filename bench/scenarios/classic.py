@@ -2,7 +2,7 @@
 """bench/run.py's classic scenarios, re-running the published Quarkus / Go / Spring experiments: hello (wrk -t10
 -c50 -d60s /hello), hello-latency (wrk -c50 -d20s --latency), db (ab -n 10000 -c 100 on the DB path, cold then
 warm), startup, footprint, limits (post 001's Docker table), matrix (post 002), c10k and rounds (not in the classic
-suite: side by side, medians of rounds; bench/compare.py runs it). run.py's docstring says what each measures; each
+suite: side by side, medians of rounds; python3 bench/run.py --scenario rounds,startup,footprint --target preon --target go runs it). run.py's docstring says what each measures; each
 renders as one table, rows = metrics, columns = targets, plus ratios to the first target."""
 import os
 import resource

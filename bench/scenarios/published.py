@@ -2,7 +2,7 @@
 """The published posts' tables as bench/run.py scenarios: `build` (every target's build command, cold then warm),
 `000` (wrk -c50 -d20s --latency on /hello, cold and warm), `001` (artifact size, build time, start time, wrk -t10
 -c50 -d60s and memory, bare and under each heap/memory cap), `003` (start → first request → repeat request) and
-`004` (a ramp of users to 10,000 on the DB path, bench/ramp.py); 000 and 001 in rotated rounds (in_rounds). The
+`004` (a ramp of users to 10,000 on the DB path, bench/measure/ramp.py); 000 and 001 in rotated rounds (in_rounds). The
 suite also runs classic's limits and matrix (posts 001 and 002's Docker experiments) on each target's image.
 Each runs through run.py's Runner (targets in turn, failures reported) and renders in the post's own layout, with
 the post's figures (bench/reference/) in columns or rows marked "published (their hardware)" that never enter a
@@ -217,7 +217,7 @@ def render_004(results, s="004", refs=None):
     out = ["", "### 004: ramp to %d users on the DB path" % p["ramp_users"], "",
            "Post 004's layout (its chapter 6). Here: users arrive evenly over %d s, then all keep going for %d s; each "
            "user has its own keep-alive connection and loops GET <db-path>, think %.1f s (uniform 0.5–1.5×); KO = no "
-           "2xx within %d s (bench/ramp.py). The post's ramp ran for about 1,100 s (its total requests / RPS). "
+           "2xx within %d s (bench/measure/ramp.py). The post's ramp ran for about 1,100 s (its total requests / RPS). "
            "Saturation point: active users at the first of 3 windows in a row with KO > 1 %% or p95 > max(10 × the "
            "early p95, early p95 + 50 ms), not counting windows in which the driver's own event loop lagged by "
            "more than 50 ms (p95): there the driver, not the target, was the bottleneck. CPU %%: 100 = one core; "

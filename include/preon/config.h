@@ -31,6 +31,7 @@ typedef struct st_preon_config_t {
         int request_timeout_ms;  /* a request still waiting for the database after this gets 504 */
         int idle_timeout_ms;     /* an idle keep-alive connection (or a slow request head) is closed after this */
         int max_connections;     /* open client connections over all threads; more are refused */
+        int interpose;           /* the interposed libc calls' mechanisms (include/preon/interpose.h) on */
         int http2;               /* h2c upgrade allowed (off: h2o 2.2.5 lacks the HTTP/2 rapid-reset fix) */
         int drain_delay_ms;      /* after SIGTERM: ready turns 503 at once, listeners close after this */
     } server;
@@ -46,7 +47,7 @@ typedef struct st_preon_config_t {
         int reconnect_min_ms;       /* first back-off after a failed or lost connection */
         int reconnect_max_ms;       /* back-off doubles up to this */
         int sync;                   /* preon_sync_mode_t of the service's own API (/fruits) */
-        int tfb_sync;               /* preon_sync_mode_t of TechEmpower's test types (/db, /queries, ...) */
+        int strict_sync;            /* preon_sync_mode_t of routes held to strict Syncs (TechEmpower's; alias tfb_sync) */
         int pipeline_depth;         /* batches a connection may have in flight (0: any number) */
         int pooler;                 /* preon_pooler_t: no startup options behind one; unnamed statements in transaction mode */
     } database;
@@ -63,9 +64,15 @@ typedef struct st_preon_config_t {
         int enabled;
         char *path; /* Prometheus text format */
     } metrics;
+    struct {
+        int techempower; /* TechEmpower's test types mounted: their routes, and their statements on every connection */
+    } modules;
     /* Where each key was last set ("FILE:LINE:COL" or "environment NAME"; NULL: its default), by table row, so that
      * a check across keys can point at the line to change. */
     char *origin[PREON_CONFIG_KEYS];
+    /* One line "WHERE: old.key is deprecated, use new.key\n" for each renamed key set by its old name; NULL: none.
+     * main.c logs them once the log runs. */
+    char *deprecated;
 } preon_config_t;
 
 /** Fills `cfg` with the built-in defaults. Pair with preon_config_dispose. */

@@ -30,11 +30,13 @@ typedef struct st_preon_db_statement_t {
 
 #define PREON_DB_MAX_PARAMS 8
 
-/** Query flags. PREON_DB_WRITE is the caller's; preon_db_submit sets the others from its sync mode. */
-#define PREON_DB_WRITE 0x1u    /* never batched under one Sync with other requests' queries, never re-sent */
-#define PREON_DB_MORE 0x2u     /* more queries of the same request follow: no Sync after this one (unless OWN_SYNC) */
-#define PREON_DB_SHARED 0x4u   /* a read that may share its Sync with other requests' reads (sync: batch) */
-#define PREON_DB_OWN_SYNC 0x8u /* a Sync right after this query (sync: query, TechEmpower's rule) */
+/** Query flags. PREON_DB_WRITE and PREON_DB_ADMITTED are the caller's; preon_db_submit sets the others from its sync
+ * mode. */
+#define PREON_DB_WRITE 0x1u     /* never batched under one Sync with other requests' queries, never re-sent */
+#define PREON_DB_ADMITTED 0x10u /* a later step of a request already let in: judged by its age only, not refused */
+#define PREON_DB_MORE 0x2u      /* more queries of the same request follow: no Sync after this one (unless OWN_SYNC) */
+#define PREON_DB_SHARED 0x4u    /* a read that may share its Sync with other requests' reads (sync: batch) */
+#define PREON_DB_OWN_SYNC 0x8u  /* a Sync right after this query (sync: query, TechEmpower's rule) */
 
 /** Called once with the rows. `res` is borrowed: valid only during the call. */
 typedef void (*preon_db_result_cb)(preon_db_query_t *q, const preon_db_result_t *res);
@@ -128,6 +130,10 @@ preon_db_target_t *preon_db_target_create(const char *url, int client_check_ms, 
 /** Frees a target. Accepts NULL. */
 void preon_db_target_destroy(preon_db_target_t *t);
 
+/** Registers libpq's send() hook (db/wbuf.c: a connection's writes of a loop pass leave in one system call; see
+ * include/preon/interpose.h). Once, before any pool is created; without it libpq's writes are its own. */
+void preon_db_interpose(void);
+
 /**
  * Creates a pool on `loop` and starts connecting its connections in the background (a database that is down
  * is not an error: the pool keeps retrying with back-off). `cfg`, `target`, `statements` and `counters` (initialised
@@ -165,7 +171,9 @@ void preon_db_pool_destroy(preon_db_pool_t *pool);
  * database.max_queue_wait_ms: the work queued ahead of them on the least loaded connection at that connection's recent
  * service time per query, or the age of its oldest query), PREON_EQUEUEFULL (database.max_queued would be
  * exceeded on this thread), PREON_ESHUTDOWN (the pool is closed) or PREON_EINVAL (bad statement or parameter
- * count). Sets PREON_DB_MORE, PREON_DB_SHARED and PREON_DB_OWN_SYNC itself.
+ * count). Queries marked PREON_DB_ADMITTED are not judged by the wait (their request was, at its first step), only
+ * by the queue's length and, while unsent, by their own age. Sets PREON_DB_MORE, PREON_DB_SHARED and
+ * PREON_DB_OWN_SYNC itself.
  */
 int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n, int sync);
 

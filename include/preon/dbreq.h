@@ -19,7 +19,7 @@ typedef struct st_preon_dbreq_t preon_dbreq_t;
 /** Which setting places a dbreq's Syncs (each Sync ends one implicit transaction). */
 typedef enum {
     PREON_DBREQ_SYNCS_API = 0, /* database.sync: the service's own API (default batch: reads may share a Sync) */
-    PREON_DBREQ_SYNCS_STRICT,  /* database.tfb_sync: routes held to a Sync after every query (TechEmpower's rule) */
+    PREON_DBREQ_SYNCS_STRICT,  /* database.strict_sync: routes held to a Sync after every query (TechEmpower's rule) */
 } preon_dbreq_syncs_t;
 
 typedef struct st_preon_dbreq_ops_t {
@@ -53,7 +53,8 @@ h2o_req_t *preon_dbreq_req(preon_dbreq_t *r);
 void preon_dbreq_set(preon_dbreq_t *r, size_t i, unsigned stmt, unsigned flags, int nparams, const char *const *params);
 
 /** For a dbreq that continues another's work (a second step): it inherits the request's deadline
- * (server.request_timeout_ms counts from the first step). Call from `prev`'s on_done. */
+ * (server.request_timeout_ms counts from the first step), and its queries are not refused for the wait ahead of them
+ * (the request was let in at its first step; PREON_DB_ADMITTED). Call from `prev`'s on_done. */
 void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev);
 
 /** Sends the queries. If they cannot be queued, answers the request (503) and frees the dbreq at once. */

@@ -48,6 +48,7 @@ static const config_entry_t entries[] = {
     {"server", "max_connections", T_INT, OFF(server.max_connections), 1, 10000000, NULL, "100000"},
     {"server", "http2", T_ENUM, OFF(server.http2), 0, 0, booleans, "false"},
     {"server", "drain_delay_ms", T_INT, OFF(server.drain_delay_ms), 0, 3600000, NULL, "0"},
+    {"server", "interpose", T_ENUM, OFF(server.interpose), 0, 0, booleans, "true"},
     {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
     {"database", "read_url", T_STRING, OFF(database.read_url), 0, 0, NULL, ""},
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 0, 64, NULL, "0"},
@@ -59,7 +60,7 @@ static const config_entry_t entries[] = {
     {"database", "reconnect_min_ms", T_INT, OFF(database.reconnect_min_ms), 1, 3600000, NULL, "50"},
     {"database", "reconnect_max_ms", T_INT, OFF(database.reconnect_max_ms), 1, 3600000, NULL, "1000"},
     {"database", "sync", T_ENUM, OFF(database.sync), 0, 0, sync_modes, "batch"},
-    {"database", "tfb_sync", T_ENUM, OFF(database.tfb_sync), 0, 0, sync_modes, "query"},
+    {"database", "strict_sync", T_ENUM, OFF(database.strict_sync), 0, 0, sync_modes, "query"},
     {"database", "pipeline_depth", T_INT, OFF(database.pipeline_depth), 0, 1024, NULL, "2"},
     {"database", "pooler", T_ENUM, OFF(database.pooler), 0, 0, poolers, "none"},
     {"log", "level", T_ENUM, OFF(log.level), 0, 0, preon_log_level_names, "info"},
@@ -69,10 +70,21 @@ static const config_entry_t entries[] = {
     {"health", "ready_path", T_STRING, OFF(health.ready_path), 0, 0, NULL, "/health/ready"},
     {"metrics", "enabled", T_ENUM, OFF(metrics.enabled), 0, 0, booleans, "true"},
     {"metrics", "path", T_STRING, OFF(metrics.path), 0, 0, NULL, "/metrics"},
+    {"modules", "techempower", T_ENUM, OFF(modules.techempower), 0, 0, booleans, "true"},
 };
 #undef OFF
 #define NUM_ENTRIES (sizeof(entries) / sizeof(entries[0]))
 _Static_assert(NUM_ENTRIES <= PREON_CONFIG_KEYS, "raise PREON_CONFIG_KEYS");
+
+/* Keys renamed: the old name still sets the new key, in the file and in the environment, and leaves a deprecation
+ * note (preon_config_t.deprecated) for the log. database.tfb_sync was named after the benchmark whose rule it keeps;
+ * it is the Sync mode of any route that asks for strict Syncs. */
+static const struct {
+    const char *section, *old_key, *key;
+} aliases[] = {
+    {"database", "tfb_sync", "strict_sync"},
+};
+#define NUM_ALIASES (sizeof(aliases) / sizeof(aliases[0]))
 
 static int *int_field(preon_config_t *cfg, const config_entry_t *e)
 {
@@ -146,6 +158,8 @@ void preon_config_dispose(preon_config_t *cfg)
         free(cfg->origin[i]);
         cfg->origin[i] = NULL;
     }
+    free(cfg->deprecated);
+    cfg->deprecated = NULL;
 }
 
 static void set_origin(preon_config_t *cfg, const config_entry_t *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -166,6 +180,24 @@ static const config_entry_t *find_entry(const char *section, const char *key)
         if (strcmp(entries[i].section, section) == 0 && (key == NULL || strcmp(entries[i].key, key) == 0))
             return &entries[i];
     return NULL;
+}
+
+/* The entry an old name stands for, or NULL. */
+static const config_entry_t *find_alias(const char *section, const char *old_key)
+{
+    for (size_t i = 0; i < NUM_ALIASES; i++)
+        if (strcmp(aliases[i].section, section) == 0 && strcmp(aliases[i].old_key, old_key) == 0)
+            return find_entry(section, aliases[i].key);
+    return NULL;
+}
+
+/* Appends "WHERE: OLD is deprecated, use NEW" to the config's deprecation notes. */
+static void note_deprecated(preon_config_t *cfg, const char *where, const char *old_name, const char *new_name)
+{
+    size_t have = cfg->deprecated != NULL ? strlen(cfg->deprecated) : 0;
+    size_t n = strlen(where) + strlen(old_name) + strlen(new_name) + sizeof(": ") + sizeof(" is deprecated, use \n");
+    cfg->deprecated = preon_realloc(cfg->deprecated, have + n);
+    snprintf(cfg->deprecated + have, n, "%s: %s is deprecated, use %s\n", where, old_name, new_name);
 }
 
 /* The YAML walker: a small state machine over libyaml's events for "section: {key: scalar}". */
@@ -230,7 +262,15 @@ static int load_section(loader_t *l, yaml_parser_t *p, preon_config_t *cfg, cons
         snprintf(key, sizeof(key), "%s", (const char *)ev.data.scalar.value);
         yaml_mark_t key_mark = ev.start_mark;
         yaml_event_delete(&ev);
-        const config_entry_t *e = find_entry(section, key);
+        const config_entry_t *e = find_entry(section, key), *renamed = e == NULL ? find_alias(section, key) : NULL;
+        if (renamed != NULL) {
+            char where[512], old_name[256], new_name[256];
+            snprintf(where, sizeof(where), "%.400s:%zu:%zu", l->name, key_mark.line + 1, key_mark.column + 1);
+            snprintf(old_name, sizeof(old_name), "%s.%s", section, key);
+            snprintf(new_name, sizeof(new_name), "%s.%s", section, renamed->key);
+            note_deprecated(cfg, where, old_name, new_name);
+            e = renamed;
+        }
         if (e == NULL)
             return fail_at(l, key_mark, "unknown key '%s' in section '%s'", key, section);
         if (seen[e - entries]++)
@@ -278,7 +318,8 @@ static int load_document(loader_t *l, yaml_parser_t *p, preon_config_t *cfg)
                 yaml_mark_t mark = ev.start_mark;
                 yaml_event_delete(&ev);
                 if (find_entry(section, NULL) == NULL)
-                    return fail_at(l, mark, "unknown section '%s' (expected server, database, log, health or metrics)", section);
+                    return fail_at(l, mark, "unknown section '%s' (expected server, database, log, health, metrics or modules)",
+                                   section);
                 if ((rv = next_event(l, p, &ev)) != 0)
                     return rv;
                 if (ev.type != YAML_MAPPING_START_EVENT) {
@@ -301,7 +342,8 @@ static int load_document(loader_t *l, yaml_parser_t *p, preon_config_t *cfg)
                 depth_started = 0;
                 break;
             }
-            rv = fail_at(l, ev.start_mark, "expected a mapping of sections (server, database, log, health, metrics), got %s",
+            rv = fail_at(l, ev.start_mark,
+                         "expected a mapping of sections (server, database, log, health, metrics, modules), got %s",
                          event_kind(ev.type));
             yaml_event_delete(&ev);
             return rv;
@@ -371,6 +413,17 @@ int preon_config_apply_env(preon_config_t *cfg, char *const *envp, char *err, si
             env_name(&entries[i], name, sizeof(name));
             if (strlen(name) == (size_t)(eq - *v) && memcmp(name, *v, eq - *v) == 0)
                 e = &entries[i];
+        }
+        for (size_t i = 0; i < NUM_ALIASES && e == NULL; i++) {
+            char old_name[128], where[160 + sizeof(old_name)];
+            env_name(&(config_entry_t){.section = aliases[i].section, .key = aliases[i].old_key}, old_name, sizeof(old_name));
+            if (strlen(old_name) != (size_t)(eq - *v) || memcmp(old_name, *v, eq - *v) != 0)
+                continue;
+            e = find_entry(aliases[i].section, aliases[i].key);
+            env_name(e, name, sizeof(name));
+            snprintf(where, sizeof(where), "environment %s", old_name);
+            note_deprecated(cfg, where, old_name, name);
+            snprintf(name, sizeof(name), "%s", old_name); /* the origin and any error name the variable as set */
         }
         /* PREON_<SECTION>_<KEY> of a known section must name a known key: a misspelt override silently ignored
          * is a setting the operator believes in and does not have (a file's unknown keys are errors too). Other
@@ -456,9 +509,9 @@ int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char 
      * its database up to half the throughput it could have. One thread alone (a container with one CPU, or the
      * benchmarks' pinned server) had two until 2026-12-03: four had been no better on 2026-12-01, but with the pool's
      * later changes four were ahead on /updates=20 in 11 of 12 recorded runs on both kinds of machine (by 3-8 % on
-     * the fast kind, the ranges apart in four) and never behind with the ranges apart (docs/benchmarks.md, tenth
-     * pass). Three on one thread were ahead of four on /queries=20 where the database host's TCP congestion control
-     * was BBR and behind where it was CUBIC, Debian's default (eleventh pass; the benefit is PostgreSQL's flushes
+     * the fast kind, the ranges apart in four) and never behind with the ranges apart (docs/history.md,
+     * 2026-12-03). Three on one thread were ahead of four on /queries=20 where the database host's TCP congestion control
+     * was BBR and behind where it was CUBIC, Debian's default (2026-12-03; the benefit is PostgreSQL's flushes
      * joined in fewer packets): four stay. A one-query request costs the extra connections nothing: those fill the
      * first connection until it has a queue (src/db/pool.c, pick), while the many queries of one request spread over
      * them. */

@@ -288,7 +288,8 @@ void preon_db_conn_flush(preon_db_conn_t *c)
 {
     /* Whatever libpq still buffers joins the held bytes (its send() lands in wbuf), then one write for all. */
     preon_db_conn_hold(c);
-    if (PQflush(c->pg) < 0) {
+    int left = PQflush(c->pg); /* 1: libpq still holds bytes (without the send() hook, the socket was full) */
+    if (left < 0) {
         preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
@@ -297,7 +298,7 @@ void preon_db_conn_flush(preon_db_conn_t *c)
         char why[128];
         snprintf(why, sizeof(why), "could not send data to server: %s", strerror(-rv));
         preon_db_conn_fail(c, PREON_ECONNLOST, why);
-    } else if (rv > 0) {
+    } else if (rv > 0 || left > 0) {
         want_write(c);
     }
 }

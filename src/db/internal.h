@@ -22,8 +22,16 @@ typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
  * PostgreSQL, a backend waiting for its turn looks stuck for a few ms (2 ms spread /db's batches now and then). */
 #define PREON_DB_STALL_MS 10
 
-/* The service-time estimate is used once it rests on this many queries. */
-#define PREON_DB_SVC_TRUSTED 16
+/* The service-time estimate is used once it rests on this many queries, or on this much busy time (ms). Until then a
+ * connection is judged only by the age of its oldest query, and sends at most PREON_DB_SVC_FIRST_BATCH queries per
+ * batch: its first answers say little of its rate (a backend's cold caches; a loop busy accepting the very burst that
+ * brought them, while their results wait in the socket), and a database slow enough to matter shows itself within the
+ * time. */
+#define PREON_DB_SVC_TRUSTED 256
+#define PREON_DB_SVC_TRUSTED_MS 200
+#define PREON_DB_SVC_FIRST_BATCH 256
+/* ... and rests on about this much of the connection's most recent busy time (ms). */
+#define PREON_DB_SVC_HORIZON_MS 100.0
 
 /* preon_db_query_t._state: where a query is. Only an unsent query can be canceled or shed. */
 enum {
@@ -92,10 +100,14 @@ typedef struct st_preon_db_conn_t {
     size_t nqueries;     /* unsent + in-flight queries, to pick the least loaded connection */
     size_t nunsent;      /* of which unsent (canceled ones included until taken out) */
     size_t ncanceled;    /* unsent queries canceled, to be taken out at the end of the pass */
-    /* The service time per query while the connection is busy (ms, moving average; 0 until measured), from windows
-     * of at least 10 ms of continuous work: what the queue ahead of a new request will cost it (Little's law). */
+    /* The service time per query while the connection is busy (ms; 0 until measured): the busy time of its recent
+     * windows (each at least 10 ms of continuous work) over the queries answered in them, what the queue ahead of a
+     * new request will cost it (Little's law). */
     double svc_ms;
-    unsigned svc_n;           /* queries the average rests on (saturating) */
+    double svc_busy_ms;       /* the recent busy time it rests on (at most PREON_DB_SVC_HORIZON_MS) */
+    double svc_answered;      /* ... and the queries answered in it (scaled with it) */
+    unsigned svc_n;           /* queries measured since the connection was made (saturating) */
+    uint64_t svc_busy_total;  /* ... and the busy time they took (ms) */
     uint64_t svc_mark;        /* start of the current window (loop time, ms) */
     unsigned svc_k;           /* queries answered in it */
     unsigned sends_in_flight; /* batches written and not yet answered to their last Sync (database.pipeline_depth) */
@@ -167,6 +179,8 @@ size_t preon_db_conn_read_results(preon_db_conn_t *c);
 void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap);
 
 /* wbuf.c */
+/** The hook of send(): libpq's writes to a held socket of this thread join its buffer. */
+ssize_t preon_db_wbuf_send(int fd, const void *buf, size_t len, int flags);
 /** From now until the next flush, libpq's send() calls on `fd` append to `w` and report everything written. */
 void preon_db_wbuf_hold(preon_db_wbuf_t *w, int fd);
 /**

@@ -39,18 +39,38 @@ void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, pr
 }
 
 /*
- * Closes the service-time window once it spans 10 ms of loop time or more, or when the connection goes idle: the time
- * per query answered in it, averaged over windows. Only busy time counts (the window opens when something is sent to
- * an idle connection), so this is what one more query in the queue costs the requests behind it.
+ * Closes the service-time window once it spans 10 ms of loop time or more, or when the connection goes idle. Only busy
+ * time counts (the window opens when something is sent to an idle connection), so the estimate is what one more query
+ * in the queue costs the requests behind it: the busy time over the queries answered in it (Little's law), over about
+ * the last PREON_DB_SVC_HORIZON_MS of busy time.
+ *
+ * A ratio of sums, not an average of each window's time per query: a cold backend's first query, or a loop pass
+ * that spent 25 ms accepting a burst's connections while the results waited in the socket, closes a window of one
+ * query and 25 ms, followed by one of hundreds in a few ms. Averaged as rates, that one query made the estimate 25 ms
+ * a query and shed most of a burst the database then served in a third of a second; as a ratio it weighs what it
+ * is, one query among hundreds answered in 35 ms. And a window counts no longer than its 10 ms or four times what
+ * its answers cost at the current estimate, whichever is more: a window much longer, with few answers, is an answer
+ * (or the thread that reads it: a busy loop, a CPU quota's 100 ms throttle) late once, not the rate of the queries
+ * behind it. Lateness is judged by the age of the oldest query instead (shed.c).
  */
 static void observe_service(preon_db_conn_t *c, int idle)
 {
     uint64_t now = preon_db_conn_now_ms(c), dt = now - c->svc_mark;
     if (c->svc_k != 0 && (dt >= 10 || idle)) {
-        /* A window of many queries moves the average more than one of a few (one query held by a lock is not the
-         * service time); the estimate is used only once it rests on PREON_DB_SVC_TRUSTED queries. */
-        double s = (double)dt / c->svc_k, w = c->svc_k >= 32 ? 0.5 : c->svc_k / 64.0;
-        c->svc_ms = c->svc_n == 0 ? s : c->svc_ms + (s - c->svc_ms) * w;
+        double counted = (double)dt, most = 4 * c->svc_ms * c->svc_k;
+        if (most < 10)
+            most = 10;
+        if (counted > most)
+            counted = most; /* late once (above) */
+        c->svc_busy_ms += counted;
+        c->svc_busy_total += (uint64_t)counted;
+        c->svc_answered += c->svc_k;
+        if (c->svc_busy_ms > PREON_DB_SVC_HORIZON_MS) { /* older work fades: the estimate follows the database */
+            double keep = PREON_DB_SVC_HORIZON_MS / c->svc_busy_ms;
+            c->svc_busy_ms *= keep;
+            c->svc_answered *= keep;
+        }
+        c->svc_ms = c->svc_busy_ms / c->svc_answered;
         c->svc_n = c->svc_n + c->svc_k < c->svc_n ? c->svc_n : c->svc_n + c->svc_k;
     } else if (!idle) {
         return;

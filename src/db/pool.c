@@ -174,7 +174,7 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
      * With a Sync per query the request's queries spread over the ready connections. */
     uint64_t now = preon_now_ns();
     unsigned nready = sync == PREON_SYNC_QUERY ? ready_count(pool) : 1;
-    if (preon_db_would_wait_too_long(c, (n + nready - 1) / nready, now)) {
+    if (!(qs[0]->flags & PREON_DB_ADMITTED) && preon_db_would_wait_too_long(c, (n + nready - 1) / nready, now)) {
         preon_counter_add(&pool->counters->rejected_slow, 1);
         return PREON_EOVERLOADED;
     }
@@ -187,7 +187,7 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
         q->_resent = 0;
         q->_res = NULL;
         q->_queued_ns = now;
-        q->flags &= PREON_DB_WRITE;
+        q->flags &= PREON_DB_WRITE | PREON_DB_ADMITTED;
         if (i + 1 < n)
             q->flags |= PREON_DB_MORE;
         if (sync == PREON_SYNC_QUERY)

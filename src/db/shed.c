@@ -4,14 +4,16 @@
 #include "preon/errors.h"
 
 /*
- * The queue's bound in time (database.max_queue_wait_ms, DESIGN rule 11). A request is judged by the work queued
- * ahead of it: that many queries at the connection's recent service time per query (Little's law), so that a burst
- * on an idle server is refused like a slow climb, at once and before anything is sent. What was let in and then
- * cannot make it (the estimate was young, the database slowed down) is taken out again while it is still unsent,
- * whole requests at a time: a 503 then still promises that nothing happened. Canceled queries (their request was
- * answered: a timeout, a sibling's failure, the client gone) leave the same way, so that the database never works
- * for an answer already given. Only what libpq has not been handed can be taken back; a batch is capped so that
- * what is handed over can be answered within the bound.
+ * The queue's bound in time (database.max_queue_wait_ms). A request is judged by the work queued ahead of it: that
+ * many queries at the connection's recent service time per query (Little's law; pipeline.c measures it), so that a
+ * burst on an idle server is refused like a slow climb, at once and before anything is sent. Until the estimate
+ * rests on enough answers it is not used (measured() below): only the age of the oldest query judges then, and the
+ * batch cap keeps what is handed to libpq small enough that the rest can still be refused. What was let in and then
+ * cannot make it (let in before the estimate was trusted, or the database slowed down) is taken out again while it
+ * is still unsent, whole requests at a time: a 503 then still promises that nothing happened. Canceled queries
+ * (their request was answered: a timeout, a sibling's failure, the client gone) leave the same way, so that the
+ * database never works for an answer already given. Only what libpq has not been handed can be taken back; a batch
+ * is capped so that what is handed over can be answered within the bound.
  */
 
 static uint64_t bound_ns(const preon_db_conn_t *c)
@@ -22,7 +24,7 @@ static uint64_t bound_ns(const preon_db_conn_t *c)
 /* Whether the connection's service time per query has been measured well enough to judge by. */
 static int measured(const preon_db_conn_t *c)
 {
-    return c->svc_n >= PREON_DB_SVC_TRUSTED && c->svc_ms > 0;
+    return (c->svc_n >= PREON_DB_SVC_TRUSTED || c->svc_busy_total >= PREON_DB_SVC_TRUSTED_MS) && c->svc_ms > 0;
 }
 
 /* The expected wait, in ns, of a request of `n` queries with `ahead` queries before it. */
@@ -51,7 +53,7 @@ size_t preon_db_batch_cap(const preon_db_conn_t *c)
     if (cfg->database.max_queue_wait_ms == 0 || depth == 0)
         return 0;
     if (!measured(c))
-        return 256; /* not measured yet: a first batch small enough that the rest can still be refused */
+        return PREON_DB_SVC_FIRST_BATCH; /* not measured yet: small enough that the rest can still be refused */
     double n = cfg->database.max_queue_wait_ms / (c->svc_ms * depth);
     return n < 64 ? 64 : n > 1e6 ? 1000000 : (size_t)n;
 }
@@ -114,8 +116,10 @@ void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns)
         list = last->_next;
         last->_next = NULL;
         uint64_t waited = now_ns > first->_queued_ns ? now_ns - first->_queued_ns : 0;
-        int late = bound != 0 &&
-                   (waited > bound || (ahead != 0 && measured(c) && (double)waited + expected_ns(c, ahead, len) > (double)bound));
+        /* A later step of a request let in earlier is judged by its age alone: refusing it would throw away the work
+         * its first step already cost the database. */
+        int estimated = !(first->flags & PREON_DB_ADMITTED) && ahead != 0 && measured(c);
+        int late = bound != 0 && (waited > bound || (estimated && (double)waited + expected_ns(c, ahead, len) > (double)bound));
         late_requests += late;
         preon_db_query_t *kept_last = NULL;
         int dropped = 0;

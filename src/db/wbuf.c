@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include "preon/alloc.h"
 #include "preon/assert.h"
+#include "preon/interpose.h"
 #include "internal.h"
 
 /*
@@ -12,8 +13,8 @@
  * libpq 15's PQpipelineSync sends at once (PostgreSQL 17 added PQsendPipelineSync, which only queues): to
  * TechEmpower's rules, a Sync after every query, that is one send() per query, 20 for a /queries=20. libpq writes
  * to its socket through send() (pqsecure_raw_write, also under TLS: OpenSSL's BIO ends there), called through the
- * PLT. This file defines send(): the executable's definition comes first in the dynamic linker's lookup, so libpq's
- * calls land here (ld exports it, because libpq.so refers to it). While a connection's buffer is held (preon is
+ * PLT: src/interpose/ defines send() for the process and calls this file's hook (preon_db_wbuf_send, registered by
+ * preon_db_interpose). While a connection's buffer is held (preon is
  * handing libpq a batch) or still has bytes the socket did not take, a send() on its descriptor appends to the
  * buffer and reports everything written; every other send() is the system call, unchanged. preon then writes the
  * buffer itself, once per loop pass per connection, and waits for writability for what the socket does not take.
@@ -49,7 +50,7 @@ static void unlink_active(preon_db_wbuf_t *w)
     w->next = NULL;
 }
 
-ssize_t send(int fd, const void *buf, size_t len, int flags)
+ssize_t preon_db_wbuf_send(int fd, const void *buf, size_t len, int flags)
 {
     for (preon_db_wbuf_t *w = active; w != NULL; w = w->next) {
         if (w->fd == fd) {
@@ -57,8 +58,12 @@ ssize_t send(int fd, const void *buf, size_t len, int flags)
             return (ssize_t)len;
         }
     }
-    /* send() is sendto() without an address: the system call itself, not this function again. */
-    return sendto(fd, buf, len, flags, NULL, 0);
+    return preon_sys_send(fd, buf, len, flags);
+}
+
+void preon_db_interpose(void)
+{
+    __atomic_store_n(&preon_interpose_hooks.send, preon_db_wbuf_send, __ATOMIC_RELAXED);
 }
 
 void preon_db_wbuf_hold(preon_db_wbuf_t *w, int fd)

@@ -38,7 +38,8 @@ struct st_preon_dbreq_t {
     h2o_timeout_entry_t deadline; /* server.request_timeout_ms */
     const preon_dbreq_ops_t *ops;
     size_t n, pending;
-    int fail_err; /* 0, or the error to answer with (its status: errors.h) */
+    int continued; /* a later step of a request (preon_dbreq_continue): already let in */
+    int fail_err;  /* 0, or the error to answer with (its status: errors.h) */
     char fail_message[256];
     void *data;
     slot_t slots[];
@@ -110,6 +111,7 @@ static void on_deadline(h2o_timeout_entry_t *entry);
 
 void preon_dbreq_continue(preon_dbreq_t *next, preon_dbreq_t *prev)
 {
+    next->continued = 1;
     /* The second step keeps the request's deadline: its entry takes the first step's place in the timeout list
      * (same registration time, same position, so the list stays in order), instead of a fresh request_timeout_ms. */
     if (h2o_timeout_is_linked(&prev->deadline)) {
@@ -245,10 +247,13 @@ static preon_db_pool_t *pool_for(const preon_dbreq_t *r)
 void preon_dbreq_run(preon_dbreq_t *r)
 {
     preon_db_query_t *qs[PREON_DBREQ_MAX];
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
         qs[i] = &r->slots[i].q;
+        if (r->continued)
+            qs[i]->flags |= PREON_DB_ADMITTED; /* the request was judged at its first step */
+    }
     const preon_config_t *cfg = r->thr->cfg;
-    int sync = r->ops->syncs == PREON_DBREQ_SYNCS_STRICT ? cfg->database.tfb_sync : cfg->database.sync;
+    int sync = r->ops->syncs == PREON_DBREQ_SYNCS_STRICT ? cfg->database.strict_sync : cfg->database.sync;
     preon_db_pool_t *pool = pool_for(r);
     int rv = preon_db_submit(pool, qs, r->n, sync);
     if (rv == PREON_ENOTCONN && pool != r->thr->db)

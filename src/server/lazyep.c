@@ -4,9 +4,10 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "preon/alloc.h"
+#include "preon/assert.h"
+#include "preon/interpose.h"
 #include "lazyep.h"
 
 /*
@@ -15,8 +16,9 @@
  * h2o 2.2.5 stops reading a connection while it answers a request and starts again once the answer is written. When
  * the answer waits on the database, stop and start fall in different loop passes, and its epoll backend turns each
  * into a system call: EPOLL_CTL_DEL when the request is read, EPOLL_CTL_ADD when the answer is out, two of the five
- * system calls of a /db request. h2o calls epoll_ctl() and epoll_wait() through the PLT: this file defines both (and
- * epoll_create(), to know which sets are h2o's loops), and the executable's definitions come first.
+ * system calls of a /db request. h2o calls epoll_ctl() and epoll_wait() through the PLT (and epoll_create(), which
+ * tells this file which sets are h2o's loops): src/interpose/ defines them for the process and calls this file's
+ * hooks (include/preon/interpose.h).
  *
  * In an adopted set, taking read interest away is deferred: the kernel keeps reporting readability, and h2o is told
  * the call succeeded. Giving it back while it is still registered costs nothing. A readiness h2o did not ask for can
@@ -38,11 +40,13 @@ typedef struct {
     uint64_t data;   /* h2o's data for the descriptor */
 } entry_t;
 
-/* 1: adopted, written before a set's loop thread starts and read by it; 2: an adopted set that closed. Its number is
+/* 1: adopted, written before a set's loop thread starts and read by it; 2: an adopted set that closed (close() may
+ * come from any thread: atomics). Its number is
  * never adopted again: the loop threads' tables may still hold entries under it. (preon's loops live as long as the
  * process, so this is for correctness, not for use.) */
 static unsigned char adopted[MAX_SETS];
 static __thread int last_created = -1;
+static __thread int own_set = -1; /* the adopted set this thread's loop runs: the only one it may touch */
 static __thread struct {
     entry_t *entries; /* by descriptor; the loop thread's own */
     size_t n;
@@ -52,14 +56,22 @@ static int sys_ctl(int epfd, int op, int fd, uint32_t events)
 {
     struct epoll_event ev = {.events = events, .data.u64 = TAG | (uint64_t)fd};
     int rv;
-    while ((rv = (int)syscall(SYS_epoll_ctl, epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &ev)) != 0 && errno == EINTR)
+    while ((rv = preon_sys_epoll_ctl(epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &ev)) != 0 && errno == EINTR)
         ;
     return rv;
 }
 
 static inline int is_adopted(int epfd)
 {
-    return epfd > 0 && epfd < MAX_SETS && adopted[epfd] == 1;
+    return epfd > 0 && epfd < MAX_SETS && __atomic_load_n(&adopted[epfd], __ATOMIC_ACQUIRE) == 1;
+}
+
+/* An adopted set's table (lz) is its loop thread's: the first thread to use the set owns it, and no other may. */
+static inline int owns(int epfd)
+{
+    if (own_set < 0)
+        own_set = epfd;
+    return own_set == epfd;
 }
 
 static entry_t *grow(int fd)
@@ -82,21 +94,18 @@ static int move_to(int epfd, int fd, entry_t *e, uint32_t target)
     return rv;
 }
 
-int epoll_create(int size)
+int preon_lazyep_create(int size)
 {
-    if (size <= 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    int fd = (int)syscall(SYS_epoll_create1, 0);
+    int fd = preon_sys_epoll_create(size);
     last_created = fd;
     return fd;
 }
 
-int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+int preon_lazyep_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
     if (!is_adopted(epfd) || fd < 0 || (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL))
-        return (int)syscall(SYS_epoll_ctl, epfd, op, fd, event);
+        return preon_sys_epoll_ctl(epfd, op, fd, event);
+    PREON_ASSERT(owns(epfd));
     entry_t *e = (size_t)fd < lz.n ? &lz.entries[fd] : grow(fd);
     if (e->epfd != epfd)
         *e = (entry_t){.epfd = epfd};
@@ -121,11 +130,12 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
     return 0;
 }
 
-int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+int preon_lazyep_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-    int n = (int)syscall(SYS_epoll_pwait, epfd, events, maxevents, timeout, NULL, (size_t)8);
+    int n = preon_sys_epoll_wait(epfd, events, maxevents, timeout);
     if (n <= 0 || !is_adopted(epfd))
         return n;
+    PREON_ASSERT(owns(epfd));
     int out = 0;
     for (int i = 0; i < n; i++) {
         uint64_t data = events[i].data.u64;
@@ -147,21 +157,23 @@ int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
     return out;
 }
 
-void preon_lazyep_adopt(void)
+int preon_lazyep_adopt(void)
 {
-    if (last_created > 0 && last_created < MAX_SETS && adopted[last_created] == 0)
-        adopted[last_created] = 1;
+    int fd = last_created;
     last_created = -1;
+    if (fd <= 0 || fd >= MAX_SETS || __atomic_load_n(&adopted[fd], __ATOMIC_ACQUIRE) != 0)
+        return -1;
+    __atomic_store_n(&adopted[fd], 1, __ATOMIC_RELEASE);
+    return 0;
 }
 
 void preon_lazyep_closing(int fd)
 {
     if (fd < 0)
         return;
-    if (fd < MAX_SETS && adopted[fd] == 1) {
-        adopted[fd] = 2;
+    unsigned char one = 1;
+    if (fd < MAX_SETS && __atomic_compare_exchange_n(&adopted[fd], &one, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;
-    }
     if ((size_t)fd >= lz.n || lz.entries[fd].epfd == 0)
         return;
     entry_t *e = &lz.entries[fd];

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "lazyep.h"
 #include "cpus.h"
 #include "preon/errors.h"
+#include "preon/interpose.h"
 #include "preon/log.h"
 #include "observe.h"
 #include "preon/reply.h"
@@ -125,9 +127,18 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     preon_thread_t *thr = preon_thread_of(req);
     size_t napp = service->nroutes;
     (void)self;
-    /* During a drain the connection closes after this answer, so that clients move to another instance. */
-    if (thr->draining)
-        req->http1_is_persistent = 0;
+    /* During a drain the connection closes after this answer, so that clients move to another instance; unless the
+     * client has already sent more (pipelined requests, in h2o's buffer or the socket's): those are answered first,
+     * the last with the close. */
+    if (thr->draining) {
+        h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
+        int unread = 0;
+        if (sock != NULL && (sock->input == NULL || sock->input->size == 0) &&
+            ioctl(h2o_socket_get_fd(sock), FIONREAD, &unread) != 0)
+            unread = 0;
+        if (sock == NULL || ((sock->input == NULL || sock->input->size == 0) && unread == 0))
+            req->http1_is_persistent = 0;
+    }
     thr->last_request_ns = preon_now_ns();
     unsigned own = own_route(thr->cfg, req->path_normalized);
     keep_route(req, own == PREON_ROUTE__EXTRA ? napp + PREON_ROUTE_UNMATCHED : napp + own);
@@ -182,11 +193,48 @@ static int open_listener(const preon_config_t *cfg, char *err, size_t errlen)
     return fd;
 }
 
-static void on_conn_close(void *data)
+/* One client connection of a loop thread, from its accept to h2o's close of it (the drain looks at what each writes). */
+typedef struct {
+    h2o_linklist_t link; /* in preon_thread_t.conns */
+    h2o_socket_t *sock;
+    preon_thread_t *thr;
+    int fd;
+    int tracked; /* coalesce.c closes its socket, maybe after h2o: it tells when (on_conn_release) */
+} conn_t;
+
+/* A client connection is gone: it no longer counts against server.max_connections. */
+static void on_conn_release(void *data)
 {
     preon_thread_t *thr = data;
     preon_counter_add(&thr->http.conns_open, (uint64_t)-1);
     __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
+}
+
+/* The interposed calls reach their mechanisms: server.interpose is on, and the binary holds src/interpose/ (without
+ * it, as with -DPREON_INTERPOSE=OFF, nothing would tell coalesce.c that h2o closed a socket). */
+static int interposing(const preon_config_t *cfg)
+{
+    return cfg->server.interpose && preon_interpose_linked;
+}
+
+static void on_conn_close(void *data)
+{
+    conn_t *c = data;
+    h2o_linklist_unlink(&c->link);
+    if (!c->tracked)
+        on_conn_release(c->thr);
+    free(c);
+}
+
+/* Connections whose answers are not all written yet (h2o's or coalesce.c's bytes), and closed ones still open. */
+static unsigned conns_writing(preon_thread_t *thr)
+{
+    unsigned n = preon_coalesce_closing();
+    for (h2o_linklist_t *l = thr->conns.next; l != &thr->conns; l = l->next) {
+        conn_t *c = H2O_STRUCT_FROM_MEMBER(conn_t, link, l);
+        n += h2o_socket_is_writing(c->sock) || preon_coalesce_held(c->fd) != 0;
+    }
+    return n;
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err);
@@ -246,8 +294,12 @@ static void accept_some(preon_thread_t *thr, h2o_socket_t *listener, int limit)
             continue;
         }
         preon_counter_add(&thr->http.conns_open, 1);
+        conn_t *c = preon_calloc(1, sizeof(*c));
+        c->sock = sock, c->thr = thr, c->fd = h2o_socket_get_fd(sock);
+        c->tracked = preon_coalesce_track(c->fd);
+        h2o_linklist_insert(&thr->conns, &c->link);
         sock->on_close.cb = on_conn_close;
-        sock->on_close.data = thr;
+        sock->on_close.data = c;
         h2o_accept(&thr->accept_ctx, sock);
     }
 }
@@ -317,7 +369,10 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
     thr->draining = 1;
     thr->drain_deadline = h2o_now(thr->loop) + (uint64_t)thr->cfg->server.shutdown_timeout_ms;
     close_listener(thr); /* already closed in the first phase, unless that timed out */
-    h2o_context_request_shutdown(&thr->ctx);
+    /* HTTP/2 connections get GOAWAY from h2o. Not for HTTP/1: h2o 2.2.5 then closes a connection after its current
+     * answer, dropping the pipelined requests it has read; on_req ends those connections itself, after the last. */
+    if (thr->cfg->server.http2)
+        h2o_context_request_shutdown(&thr->ctx);
 }
 
 static void *thread_main(void *arg)
@@ -329,14 +384,21 @@ static void *thread_main(void *arg)
 #endif
     h2o_socket_read_start(thr->listener, on_accept);
     /* Pipelined requests' answers leave together at the end of each loop pass (coalesce.c). */
-    preon_coalesce_start(thr->loop, (uint64_t)thr->cfg->server.idle_timeout_ms);
-    /* Until the stop message: serve. Then until nothing waits on the database and no request has come for a
-     * moment (active keep-alive clients get Connection: close and leave), or the shutdown deadline. */
-    while (!thr->draining ||
-           ((thr->pending != 0 || preon_now_ns() - thr->last_request_ns < 100000000) && h2o_now(thr->loop) < thr->drain_deadline)) {
+    if (interposing(thr->cfg))
+        preon_coalesce_start(thr->loop, (uint64_t)thr->cfg->server.idle_timeout_ms, on_conn_release, thr);
+    /* Until the stop message: serve. Then until nothing waits on the database, every answer begun is written (to
+     * a client that reads) and no request has come for a moment (active keep-alive clients get Connection: close and
+     * leave), or the shutdown deadline. */
+    while (!thr->draining || ((thr->pending != 0 || conns_writing(thr) != 0 || preon_now_ns() - thr->last_request_ns < 100000000) &&
+                              h2o_now(thr->loop) < thr->drain_deadline)) {
         h2o_evloop_run(thr->loop, thr->draining ? 10 : INT32_MAX);
         preon_coalesce_pass_end();
     }
+    unsigned writing = conns_writing(thr);
+    if (writing != 0)
+        preon_log_warn("thread %u: %u connections still writing at shutdown: their clients did not read their answers "
+                       "within server.shutdown_timeout_ms; they are cut",
+                       thr->index, writing);
 
     /* Whatever still waits (only after shutdown_timeout_ms) is answered 503 now; a short grace lets those
      * answers, and the last ones written above, reach the clients. */
@@ -445,11 +507,19 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->index = index;
     thr->cfg = cfg;
     thr->loop = h2o_evloop_create();
-    preon_lazyep_adopt(); /* its epoll set: read interest is taken away lazily (lazyep.c) */
+    /* its epoll set: read interest is taken away lazily (lazyep.c) */
+    if (interposing(cfg) && preon_lazyep_adopt() != 0) {
+        snprintf(err, errlen,
+                 "h2o's epoll set was not seen being created (its epoll_create() no longer reaches preon's); "
+                 "set server.interpose to false to run without the interposed calls");
+        close(fd);
+        return -1;
+    }
     thr->listener = h2o_evloop_socket_create(thr->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     thr->listen_fd = fd;
     thr->spare_fd = dup(fd);
     thr->listener->data = thr;
+    h2o_linklist_init_anchor(&thr->conns);
     h2o_context_init(&thr->ctx, thr->loop, &globalconf);
     thr->accept_ctx.ctx = &thr->ctx;
     thr->accept_ctx.hosts = globalconf.hosts;
@@ -539,6 +609,15 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
     signal(SIGUSR1, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     unsigned long long nofile = limit_connections(cfg);
+    if (interposing(cfg)) {
+        /* Before any loop exists: the interposed calls reach their mechanisms from now on (include/preon/interpose.h). */
+        preon_interpose_hooks.writev = preon_coalesce_writev;
+        preon_interpose_hooks.close = preon_coalesce_close;
+        preon_interpose_hooks.epoll_create = preon_lazyep_create;
+        preon_interpose_hooks.epoll_ctl = preon_lazyep_ctl;
+        preon_interpose_hooks.epoll_wait = preon_lazyep_wait;
+        preon_db_interpose();
+    }
     preon_observe_init();
     if (service->init(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "preon: %s\n", err);

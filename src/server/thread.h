@@ -44,6 +44,7 @@ typedef struct st_preon_thread_t {
     preon_http_metrics_t http;     /* written by this thread, read by scrapes on any thread */
     h2o_timeout_t request_timeout; /* server.request_timeout_ms, for requests waiting on the database */
     uint64_t last_request_ns;      /* when the last request was dispatched, to let a drain settle */
+    h2o_linklist_t conns;          /* the client connections h2o has open (server.c's conn_t) */
 } preon_thread_t;
 
 /** The thread that owns `req` (its h2o context is the thread's first member). */

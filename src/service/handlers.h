@@ -19,19 +19,27 @@ typedef enum {
     PREON_STMT_FRUIT_INSERT,
     PREON_STMT_FRUIT_UPDATE,
     PREON_STMT_FRUIT_DELETE,
+    /* TechEmpower's module: prepared only where modules.techempower mounts it */
     PREON_STMT_WORLD_BY_ID,
     PREON_STMT_WORLD_ALL,
     PREON_STMT_WORLD_UPDATE,
     PREON_STMT_FORTUNES,
-    PREON_STMT__COUNT
+    PREON_STMT__COUNT,
+    PREON_STMT__API_COUNT = PREON_STMT_WORLD_BY_ID /* the service's own statements: those before the module's */
 } preon_stmt_id_t;
 
-/** The statements every database connection prepares, indexed by preon_stmt_id_t. */
+/** The statements a database connection prepares, indexed by preon_stmt_id_t: the first PREON_STMT__API_COUNT
+ * always, the rest where TechEmpower's module is mounted. */
 extern const preon_db_statement_t preon_statements[PREON_STMT__COUNT];
 
-/** The route table. */
+/** The service's own route table (routes.c). */
 extern const preon_route_t preon_routes[];
 extern const size_t preon_nroutes;
+
+/** TechEmpower's module (techempower.c): its routes, answered only where modules.techempower mounts it. */
+#define PREON_TFB_NROUTES 7
+extern const preon_route_t preon_tfb_routes[PREON_TFB_NROUTES];
+extern const size_t preon_tfb_nroutes;
 
 /** What the handlers keep per thread (the service's thread state). */
 typedef struct st_preon_app_thread_t {

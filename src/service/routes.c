@@ -13,6 +13,7 @@ const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
     [PREON_STMT_FRUIT_INSERT] = {"fruit_insert", "INSERT INTO fruits (name) VALUES ($1) RETURNING id, name", 1},
     [PREON_STMT_FRUIT_UPDATE] = {"fruit_update", "UPDATE fruits SET name = $2 WHERE id = $1 RETURNING id, name", 2},
     [PREON_STMT_FRUIT_DELETE] = {"fruit_delete", "DELETE FROM fruits WHERE id = $1", 1},
+    /* TechEmpower's module (techempower.c): last, so that without it a connection prepares the rows above alone */
     [PREON_STMT_WORLD_BY_ID] = {"world_by_id", "SELECT id, randomNumber FROM World WHERE id = $1", 1},
     [PREON_STMT_WORLD_ALL] = {"world_all", "SELECT id, randomNumber FROM World", 0},
     /* One statement per request, rows locked in id order (the caller sorts): no deadlocks between requests. */
@@ -24,33 +25,30 @@ const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
 };
 
 const preon_route_t preon_routes[] = {
-    PREON_ROUTE("/hello", PREON_M_GET, preon_hello_get),
-    PREON_ROUTE("/fruits", PREON_M_GET, preon_fruits_list),
-    PREON_ROUTE("/fruits", PREON_M_POST, preon_fruits_create),
-    PREON_ROUTE("/fruits/{id}", PREON_M_GET, preon_fruits_get),
-    PREON_ROUTE("/fruits/{id}", PREON_M_PUT, preon_fruits_update),
-    PREON_ROUTE("/fruits/{id}", PREON_M_DELETE, preon_fruits_delete),
-    PREON_ROUTE("/plaintext", PREON_M_GET, preon_tfb_plaintext),
-    PREON_ROUTE("/json", PREON_M_GET, preon_tfb_json),
-    PREON_ROUTE("/db", PREON_M_GET, preon_tfb_db),
-    PREON_ROUTE("/queries", PREON_M_GET, preon_tfb_queries),
-    PREON_ROUTE("/updates", PREON_M_GET, preon_tfb_updates),
-    PREON_ROUTE("/cached-queries", PREON_M_GET, preon_tfb_cached_queries),
-    PREON_ROUTE("/fortunes", PREON_M_GET, preon_tfb_fortunes),
+    PREON_ROUTE("/hello", PREON_M_GET, preon_hello_get),           PREON_ROUTE("/fruits", PREON_M_GET, preon_fruits_list),
+    PREON_ROUTE("/fruits", PREON_M_POST, preon_fruits_create),     PREON_ROUTE("/fruits/{id}", PREON_M_GET, preon_fruits_get),
+    PREON_ROUTE("/fruits/{id}", PREON_M_PUT, preon_fruits_update), PREON_ROUTE("/fruits/{id}", PREON_M_DELETE, preon_fruits_delete),
     PREON_ROUTE("/openapi", PREON_M_GET, preon_openapi_get),
 };
 const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
 
-/* Finds the route of `req` once and answers through it (or 404, 405); returns the route id for the server's counters:
- * an index into preon_routes, or preon_nroutes for none. */
-static size_t handle(h2o_req_t *req)
+/* Finds the route of `req` in `routes` (or, if none there, in the mounted module's) and answers through it (or 404,
+ * 405); returns the route id for the server's counters: an index into preon_routes, preon_nroutes + an index into the
+ * module's routes, or the count of both for none. */
+static size_t route(h2o_req_t *req, const preon_route_t *module, size_t nmodule)
 {
     preon_match_t m;
     h2o_iovec_t path = req->path_normalized;
-    switch (preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, &m)) {
+    int rv = preon_router_match(preon_routes, preon_nroutes, req->method.base, req->method.len, path.base, path.len, &m);
+    size_t base = 0;
+    if (rv == PREON_ENOTFOUND && nmodule != 0) {
+        rv = preon_router_match(module, nmodule, req->method.base, req->method.len, path.base, path.len, &m);
+        base = preon_nroutes;
+    }
+    switch (rv) {
     case 0:
         m.route->handler(req, m.param);
-        return (size_t)(m.route - preon_routes);
+        return base + (size_t)(m.route - (base ? module : preon_routes));
     case PREON_EMETHOD:
         preon_reply_method_not_allowed(req, m.allow);
         break;
@@ -58,19 +56,37 @@ static size_t handle(h2o_req_t *req)
         preon_reply_error(req, preon_err_http_status(PREON_ENOTFOUND), "no such resource");
         break;
     }
-    return preon_nroutes;
+    return preon_nroutes + nmodule;
+}
+
+static size_t handle_api(h2o_req_t *req)
+{
+    return route(req, NULL, 0);
+}
+
+static size_t handle_all(h2o_req_t *req)
+{
+    return route(req, preon_tfb_routes, preon_tfb_nroutes);
 }
 
 static const char *route_label(size_t route)
 {
-    return preon_routes[route].pattern;
+    return route < preon_nroutes ? preon_routes[route].pattern : preon_tfb_routes[route - preon_nroutes].pattern;
 }
 
-static int init(const preon_config_t *cfg, char *err, size_t errlen)
+static int init_api(const preon_config_t *cfg, char *err, size_t errlen)
+{
+    (void)cfg, (void)err, (void)errlen;
+    return 0;
+}
+
+static int init_all(const preon_config_t *cfg, char *err, size_t errlen)
 {
     (void)cfg;
     return preon_fortunes_init(err, errlen);
 }
+
+static void dispose_api(void) {}
 
 static void *thread_init(unsigned index)
 {
@@ -88,14 +104,33 @@ static void thread_dispose(void *state)
     free(t);
 }
 
-const preon_service_t preon_app = {
+/* The service's own API alone. */
+static const preon_service_t api = {
     .statements = preon_statements,
-    .nstatements = PREON_STMT__COUNT,
+    .nstatements = PREON_STMT__API_COUNT,
     .nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]),
     .route_label = route_label,
-    .init = init,
+    .init = init_api,
     .thread_init = thread_init,
-    .handle = handle,
+    .handle = handle_api,
+    .thread_dispose = thread_dispose,
+    .dispose = dispose_api,
+};
+
+/* The API with TechEmpower's module mounted. */
+static const preon_service_t all = {
+    .statements = preon_statements,
+    .nstatements = PREON_STMT__COUNT,
+    .nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]) + PREON_TFB_NROUTES,
+    .route_label = route_label,
+    .init = init_all,
+    .thread_init = thread_init,
+    .handle = handle_all,
     .thread_dispose = thread_dispose,
     .dispose = preon_fortunes_dispose,
 };
+
+const preon_service_t *preon_app(const preon_config_t *cfg)
+{
+    return cfg->modules.techempower ? &all : &api;
+}

@@ -4,7 +4,7 @@
 # in a temp folder (PREON_BENCH_PEERS) that serve /hello and /fruits with tests/bench/ramp_server.py and record the
 # environment they were started with: the published scenarios must build them, start them on a free port against
 # the private PostgreSQL (DATABASE_URL as scripts/pg.sh url prints it, POOL_SIZE), give each its own memory cap
-# flags, and fill every table; compare.py --peer go the same. Usage: peers.sh PYTHON OUTDIR
+# flags, and fill every table; run.py --scenario rounds,startup,footprint beside the Go stand-in the same. Usage: peers.sh PYTHON OUTDIR
 set -euo pipefail
 PY=${1:?python}
 OUT=${2:?outdir}
@@ -61,7 +61,7 @@ for title in ("### build time", "### 000", "### 001", "### 004"):
     assert "published (their hardware)" in section, title
     assert "**go:" not in section and "**quarkus:" not in section, section
 PYCHECK
-# compare.py's --peer goes to the same folder (go-gin is the old name of the Go peer)
-PREON_BENCH_PEERS=$PEERS "$PY" "$REPO/bench/compare.py" --quick --peer go-gin --out "$OUT/compare"
+# run.py's rounds beside the Go peer, from the same folder
+PREON_BENCH_PEERS=$PEERS "$PY" "$REPO/bench/run.py" --quick --scenario rounds,startup,footprint --target preon --target go --out "$OUT/compare"
 grep -q "| metric | preon | go | preon / go |" "$OUT/compare/report.md"
 echo "1 passed, 0 failed"

@@ -120,21 +120,6 @@ class ParsingTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             parse_limits("none=3")
 
-    def test_wrappers_spell_their_commands(self):
-        def spelled(script, *args):
-            out = subprocess.run([sys.executable, os.path.join(BENCH, script), "--dry-run", *args], check=True,
-                                 capture_output=True, text=True).stdout
-            return out.split(" ", 1)[1].strip()
-        self.assertEqual(spelled("tfb.py", "--quick", "--sync", "request", "--out", "/tmp/x"),
-                         BENCH + "/throughput.py --targets preon --quick --sync request --out /tmp/x")
-        self.assertEqual(spelled("limits.py", "--memory", "4,8", "--cpus", "1", "--duration", "3"),
-                         BENCH + "/run.py --scenario limits --limits 'none;mem=4m;mem=8m;cpus=1' --set limit_s=3 "
-                         "--target preon")
-        cmp = spelled("compare.py", "--observability", "--quick")
-        self.assertIn("run.py --scenario rounds,startup,footprint --set rounds_n=1 --set rounds_s=2", cmp)
-        self.assertIn("--target 'preon,name=preon-quiet,env=", cmp)
-        self.assertEqual(cmp.count("--target"), 2)
-
     def test_reliability_records_rendered(self):
         import json
         import tempfile

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""bench/measure/ramp.py, the ramp-of-users driver (bench/ramp.py its command line), against tests/bench/ramp_server.py,
+"""bench/measure/ramp.py, the ramp-of-users driver (python3 bench/measure/ramp.py its command line), against tests/bench/ramp_server.py,
 a server whose breaking point is known: past N open connections it answers 503 (fail) or 300 ms late (slow). The
 driver must count the KOs, find the saturation point near N, and report none below it (a p95 margin of 200 ms and 4
 broken windows in a row keep a busy machine's noise from reading as a break, the slow server adds 300 ms, and the

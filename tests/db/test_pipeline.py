@@ -2,7 +2,7 @@
 """The database pool's contracts, proven against a scripted PostgreSQL (fakepg.py) through pooldrive.c, the way
 libuv proves its callbacks: every query submitted gets exactly one callback, in submission order per connection;
 a failed submit gets none; the outcome counters match the callbacks. Then the edges a real server will not show on
-demand (issue 12): an error at the Sync, FATAL on an idle connection, a read-only or silent first host, a
+demand: an error at the Sync, FATAL on an idle connection, a read-only or silent first host, a
 connection dropped mid-DataRow, a NOTICE, replies one byte at a time.
 
 Environment (tests/CMakeLists.txt): PREON_POOLDRIVE, the driver of this build; PREON_WRAPPER, a command the driver
@@ -32,7 +32,7 @@ SLOW = 10 if WRAPPER else 1
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (error|warn |info |debug) \S")
 OUTCOME_OF = {"OK": "ok", "EDB": "error", "ECONFLICT": "conflict", "ETIMEDOUT": "timeout", "ECONNLOST": "connection_lost",
               "ENOTCONN": "not_sent", "ESHUTDOWN": "not_sent", "ERETRY": "retry"}
-RETRY_MSG = "transaction could not be completed; retry"  # PREON_ERETRY (issue 12), by message: compiles on any main
+RETRY_MSG = "transaction could not be completed; retry"  # PREON_ERETRY, by message: compiles on any main
 
 FRUITS = {"columns": ["id", "name"], "rows": [["1", "Apple"], ["2", "Banana"], ["3", "Cherry"]]}
 
@@ -313,7 +313,7 @@ class PipelineTest(unittest.TestCase):
         d.finish(self)
 
     def test_pipeline_depth_accumulates_while_a_batch_is_out(self):
-        """database.pipeline_depth 1 (issue 13): while one batch is out, what is submitted accumulates and goes out as
+        """database.pipeline_depth 1: while one batch is out, what is submitted accumulates and goes out as
         one batch when it is answered: fewer writes and Syncs, and still one callback per query, in order. Under
         database.sync: batch the five reads share one Sync; with depth 0 each loop pass would write its own."""
         for depth, syncs in ((1, 2), (0, 6)):
@@ -474,8 +474,8 @@ class PipelineTest(unittest.TestCase):
 
     def test_connection_dropped_mid_datarow(self):
         """The server closes in the middle of a DataRow: every query in flight on that connection fails with
-        PREON_ECONNLOST, counted connection_lost (issue 12: a broken connection's head query was counted as
-        'error'), and the pool reconnects and serves again. Under ASan and valgrind this also catches issue 12's
+        PREON_ECONNLOST, counted connection_lost (once a broken connection's head query was counted as
+        'error'), and the pool reconnects and serves again. Under ASan and valgrind this also catches the earlier
         PQerrorMessage text handed to the callbacks after PQfinish freed it (a use after free)."""
         s = self.server(statements=statements(fruits_all=[{"kind": "drop", "rows": 2, "times": 1}]))
         d = self.drive(s)
@@ -510,7 +510,7 @@ class PipelineTest(unittest.TestCase):
         self.assertRegex(log, r"(?m)^\S+Z warn  db drive#0: .*timed out")
 
     def test_blackholed_first_host_is_passed(self):
-        """Issue 12 defect 4: host=A,B with A silent. A connect timeout must move on to B, as libpq does when it
+        """host=A,B with A silent. A connect timeout must move on to B, as libpq does when it
         blocks, not start again at A: ready within about connect_timeout + back-off."""
         a, b = self.server(silent=True), self.server()
         timeout = 300 * SLOW
@@ -524,7 +524,7 @@ class PipelineTest(unittest.TestCase):
         d.finish(self)
 
     def test_read_only_first_host_no_spin(self):
-        """Issue 12 defect 2: host=A,B target_session_attrs=read-write with A read-only. libpq closes A's socket and
+        """host=A,B target_session_attrs=read-write with A read-only. libpq closes A's socket and
         opens B's, which may get the same descriptor number: the pool must watch the new socket (ready on B) and
         not spin on its dup() of the dead one (CPU time while idle stays low)."""
         a, b = self.server(read_only=True), self.server()
@@ -543,7 +543,7 @@ class PipelineTest(unittest.TestCase):
         d.finish(self)
 
     def sync_error(self, sqlstate, code, message, outcome):
-        """Issue 12 defect 3: an ErrorResponse at the Sync (a failed implicit COMMIT) after the write's
+        """An ErrorResponse at the Sync (a failed implicit COMMIT) after the write's
         CommandComplete. The write's only callback is that error; reads of other requests behind it on the same
         connection still get their rows."""
         s = self.server(statements=statements(fruit_add=[{"kind": "sync_error", "sqlstate": sqlstate, "times": 1}]))
@@ -575,7 +575,7 @@ class PipelineTest(unittest.TestCase):
         self.sync_error("40P01", "ERETRY", RETRY_MSG, "retry")
 
     def test_fatal_on_idle_connection_logged(self):
-        """Issue 12 (lower severity): the server's FATAL reason on an idle connection reaches preon's log, in its
+        """The server's FATAL reason on an idle connection reaches preon's log, in its
         format (not only "server closed the connection"), and the pool reconnects."""
         s = self.server()
         d = self.drive(s)
@@ -592,7 +592,7 @@ class PipelineTest(unittest.TestCase):
         self.assertTrue(lines and all(LOG_LINE.match(line) for line in lines), log)
 
     def test_notice_goes_through_the_log(self):
-        """Issue 12 (lower severity): a WARNING or NOTICE from the server is a line of preon's log, never libpq's raw
+        """A WARNING or NOTICE from the server is a line of preon's log, never libpq's raw
         "WARNING:  ..." on stderr. At log level debug, so that whichever level preon gives a NOTICE, it shows."""
         s = self.server(statements=statements(
             fruits_all=[{"kind": "notice", "severity": "WARNING", "message": "fakepg warns", "times": 1}],

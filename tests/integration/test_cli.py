@@ -66,6 +66,24 @@ class CliTest(unittest.TestCase):
                 self.assertTrue(idx, "key %s missing from config/preon.yaml" % key)
                 self.assertTrue(lines[idx[0] - 1].strip().startswith("#"), "key %s has no comment" % key)
 
+    def test_old_key_name_warns(self):
+        """database.tfb_sync, the Sync rule's old name, still sets database.strict_sync and says where it was set and
+        what to write instead; the shipped file and the new name say nothing."""
+        path = write("database:\n  tfb_sync: batch\n")
+        try:
+            r = run("--check-config", "--config", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("strict_sync: batch", r.stdout)
+            self.assertIn("warning: %s:2:3: database.tfb_sync is deprecated, use database.strict_sync" % path, r.stderr)
+            r = run("--check-config", "--config", path, env={"PREON_DATABASE_TFB_SYNC": "request"})
+            self.assertIn("strict_sync: request", r.stdout)
+            self.assertIn("environment PREON_DATABASE_TFB_SYNC: PREON_DATABASE_TFB_SYNC is deprecated, use "
+                          "PREON_DATABASE_STRICT_SYNC", r.stderr)
+        finally:
+            os.unlink(path)
+        r = run("--check-config", "--config", os.path.join(REPO, "config", "preon.yaml"))
+        self.assertNotIn("deprecated", r.stderr)
+
     def test_env_overrides_file(self):
         path = write("server:\n  port: 1234\n")
         try:

@@ -2,7 +2,7 @@
 """The database layer at the edges real deployments hit, against real PostgreSQL servers: pools at shutdown, a
 new libpq socket under an old number, a COMMIT that fails at the Sync, a blackholed first host, the server's own
 words (FATAL reasons, notices) in preon's log, a broken connection counted as such, and /updates' deadline.
-Each of the first four failed before its fix (issue 12); the scenario is in the test's docstring."""
+Each of the first four failed before its fix; the scenario is in the test's docstring."""
 import json
 import os
 import shutil

@@ -3,8 +3,8 @@
 
 Every Sync ends one implicit transaction, so PostgreSQL's own pg_stat_database.xact_commit + xact_rollback counts
 them. TechEmpower's General Requirement 7 allows pipelining only with a Sync after every query: in the shipped
-configuration (database.tfb_sync: query) each of /db, /queries, /fortunes and /updates must cost PostgreSQL at
-least one transaction per query; with tfb_sync: batch (the "beyond TechEmpower's rules" variant) /queries=20 shares
+configuration (database.strict_sync: query) each of /db, /queries, /fortunes and /updates must cost PostgreSQL at
+least one transaction per query; with strict_sync: batch (the "beyond TechEmpower's rules" variant) /queries=20 shares
 Syncs, which shows the count can tell the two apart. Then a promise at the edge: a write already sent when the
 shutdown gives up on it is answered 502 ("may or may not have committed"), never a retryable 503. (A shared read
 chosen as a deadlock victim is tests/db/test_pipeline.py's: the scripted server shows it on demand.)"""
@@ -51,11 +51,11 @@ class SyncCountTest(unittest.TestCase):
         require_env()
         cls.url = private_db(DB)
 
-    def syncs_per_query(self, tfb_sync, path, statements, n):
+    def syncs_per_query(self, strict_sync, path, statements, n):
         before = transactions()
         # the queue-wait bound raised: under ASan on a slow moment a 1 s bound shed a request with 503 (2026-12-02),
         # which is backpressure working, not what this test counts
-        with Preon(db_url=self.url, server_threads=2, database_connections_per_thread=2, database_tfb_sync=tfb_sync,
+        with Preon(db_url=self.url, server_threads=2, database_connections_per_thread=2, database_strict_sync=strict_sync,
                    database_max_queue_wait_ms=9000).start(probe="/health/ready") as p:
             statuses = fire(p, path, n)
             self.assertEqual(p.stop(), 0)
@@ -72,7 +72,7 @@ class SyncCountTest(unittest.TestCase):
                 self.assertGreaterEqual(self.syncs_per_query("query", path, statements, 160), 1.0)
 
     def test_batch_variant_shares_syncs(self):
-        """The control: with tfb_sync: batch, /queries=20's twenty reads share Syncs, and the count shows it."""
+        """The control: with strict_sync: batch, /queries=20's twenty reads share Syncs, and the count shows it."""
         self.assertLess(self.syncs_per_query("batch", "/queries?queries=20", 20, 80), 0.5)
 
 

@@ -266,7 +266,7 @@ class FailoverTest(unittest.TestCase):
         lost = [(name, fid, "sent %+.3f s, answered %+.3f s from the stop" % (t - t_kill, done - t_kill))
                 for t, done, kind, s, name, fid in log if kind == "write" and s == 201 and (name, fid) not in stored]
         # Idle again, preon must not spin nor hold sockets of addresses tried before: watching a dead socket under a
-        # number libpq reused for the next host (issue 12, defect 2) showed as 0.3-1.5 CPU s/s here, for good.
+        # number libpq reused for the next host (before the socket was known by its identity) showed as 0.3-1.5 CPU s/s here, for good.
         idle_cpu = measure.cpu_share(p.proc.pid, 2.0)
         writes = [s for _, _, kind, s, _, _ in log if kind == "write"]
         return {"lost": lost, "log_tail": p.output()[-3000:], "idle_cpu": idle_cpu, "sockets": tcp_sockets(p.proc.pid),

@@ -83,7 +83,7 @@ class ReadPoolTest(unittest.TestCase):
             self.assertEqual(p.stop(), 0)
 
     def test_metrics_show_a_stuck_read_pool(self):
-        """Issue 30, part 3: with the read side stuck (its table locked: each read waits, as on a frozen standby),
+        """With the read side stuck (its table locked: each read waits, as on a frozen standby),
         the read pool's queue, its 503s and its connections are in /metrics under pool="read", and the primary's
         under pool="primary" are untouched. Before, the scrape read only the primary pool's counters."""
         bound = 300 * SLOW

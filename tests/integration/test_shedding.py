@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""database.max_queue_wait_ms on a slow table (issue 30, part 1): a request that cannot be served within the bound is
+"""database.max_queue_wait_ms on a slow table: a request that cannot be served within the bound is
 refused with 503 + Retry-After before anything is sent, judged by the work queued ahead of it, so that a burst on an
 idle server is shed like a slow climb; none waits in preon's queue until its 504; PostgreSQL runs no query for a request
 already answered (counted by PostgreSQL itself: each World lookup is one sequential scan of a table without its

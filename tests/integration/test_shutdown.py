@@ -7,7 +7,8 @@ import threading
 import time
 import unittest
 
-from harness import Preon, hold_lock, main, require_env
+from harness import SLOW, Preon, hold_lock, main, require_env, scaled
+from test_pipelining import answers, slow_socket
 
 
 class ShutdownTest(unittest.TestCase):
@@ -63,6 +64,63 @@ class ShutdownTest(unittest.TestCase):
             self.assertEqual(results[0][0], 503)
             self.assertEqual(json.loads(results[0][2])["error"], "server is shutting down")
             holder.wait(timeout=30)
+
+    def test_drain_delivers_to_a_slow_reader(self):
+        """A client pipelines 300 GET /cached-queries?count=500 (about 5 MB of answers) through a 4 KB receive window and
+        reads at some 8 MB/s; SIGTERM comes 0.3 s later. Every request h2o has read gets its whole answer (the drain waits
+        for the writes, within server.shutdown_timeout_ms), then the connection ends and preon exits 0."""
+        n = scaled(300, 300, 20)
+        with Preon(server_shutdown_timeout_ms=10000 * SLOW).start() as p:
+            s = slow_socket(p.port)
+            got, done = [], threading.Event()
+
+            def read():
+                buf = b""
+                try:
+                    while True:
+                        chunk = s.recv(16384)
+                        if not chunk:
+                            break
+                        buf += chunk
+                        time.sleep(0.0005)
+                finally:
+                    got.append(buf)
+                    done.set()
+
+            reader = threading.Thread(target=read)
+            try:
+                s.sendall(b"GET /cached-queries?count=500 HTTP/1.1\r\nHost: x\r\n\r\n" * n)
+                reader.start()
+                time.sleep(0.3)
+                p.kill(signal.SIGTERM)
+                self.assertTrue(done.wait(60 * SLOW), "the connection never ended")
+                res = answers(got[0])
+                self.assertEqual(len(res), n, "whole answers before the end (%d bytes read)" % len(got[0]))
+                for status, body in res:
+                    self.assertEqual(status, 200)
+                    self.assertIsInstance(json.loads(body), list)
+                self.assertEqual(p.wait(timeout=30 * SLOW), 0)
+            finally:
+                s.close()
+                reader.join(timeout=5)
+
+    def test_drain_cuts_a_client_that_does_not_read(self):
+        """The same client with 400 requests (6 MB, more than the kernel buffers) reading nothing: at
+        server.shutdown_timeout_ms (1 s) its connection is cut, and the log
+        says how many were."""
+        timeout_s = min(SLOW, 5)  # under valgrind: time to fill the kernel's buffers first
+        with Preon(server_shutdown_timeout_ms=1000 * timeout_s).start() as p:
+            s = slow_socket(p.port)
+            try:
+                s.sendall(b"GET /cached-queries?count=500 HTTP/1.1\r\nHost: x\r\n\r\n" * 400)
+                time.sleep(0.3 * SLOW)
+                start = time.monotonic()
+                p.kill(signal.SIGTERM)
+                self.assertEqual(p.wait(timeout=30 * SLOW), 0)
+                self.assertGreater(time.monotonic() - start, 0.9 * timeout_s)
+                self.assertIn("1 connections still writing at shutdown", p.output())
+            finally:
+                s.close()
 
     def test_second_signal_exits_at_once(self):
         with Preon(server_shutdown_timeout_ms=20000).start() as p:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Every signal a supervisor or an operator sends has a meaning or is ignored (issue 30, part 2): SIGHUP reloads what
+"""Every signal a supervisor or an operator sends has a meaning or is ignored: SIGHUP reloads what
 can change at run time (log.level, log.format, log.access) and loses no request; a bad file is refused with its
 FILE:LINE:COL and the running settings stay; SIGUSR1 and SIGUSR2 are ignored; SIGQUIT drains like SIGTERM. Before,
 SIGHUP, SIGUSR1 and SIGUSR2 killed preon at once (exit 129, requests in flight reset) and SIGQUIT dumped core."""

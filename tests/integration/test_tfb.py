@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 """TechEmpower's seven test types against the real World and Fortune tables."""
 import json
+import os
 import socket
+import subprocess
+import time
 
-from harness import PreonTestCase, main, psql, read_response
+from harness import PG_SH, REPO, Preon, PreonTestCase, main, pg_url, psql, read_response, scrape
 
 
 def world(ids):
@@ -147,6 +150,64 @@ class CachedQueriesTest(PreonTestCase):
 class TfbBatchSyncTest(TfbTest):
     """The same with one Sync per loop pass: the updates keep their own Sync."""
     preon_settings = {"database_sync": "batch"}
+
+
+TFB_PATHS = ("/plaintext", "/json", "/db", "/queries", "/updates", "/cached-queries", "/fortunes")
+TFB_STATEMENTS = ("world_by_id", "world_all", "world_update", "fortunes")
+
+
+class ModuleUnmountedTest(PreonTestCase):
+    """modules.techempower: false, against a database without TechEmpower's tables (World, Fortune). A connection
+    prepares its statements as it connects, each behind its own Sync, and logs each that fails ("statement world_by_id:
+    relation "world" does not exist"); with one connection, a /fruits answered on it comes after every one of those
+    replies, and its access line is written to the log after those warnings (one loop thread: one ordered ring). So
+    once that line is in the log, the log names every module statement preon tried to prepare: none here, all four in
+    the control, mounted on the same database."""
+    DB = "preon_nomodule"
+    SETTINGS = {"server_threads": 1, "database_connections_per_thread": 1, "log_access": "true"}
+    preon_settings = dict(SETTINGS, modules_techempower="false")
+
+    @classmethod
+    def db_url(cls):
+        psql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % cls.DB)
+        psql("CREATE DATABASE %s" % cls.DB)
+        for f in ("01-schema.sql", "02-seed.sql"):  # the service's own schema alone
+            with open(os.path.join(REPO, "sql", f)) as sql:
+                subprocess.run([PG_SH, "psql", os.environ["PREON_TEST_PGDIR"], "-d", cls.DB, "-v", "ON_ERROR_STOP=1"],
+                               stdin=sql, check=True, capture_output=True)
+        return cls.url()
+
+    @classmethod
+    def url(cls):
+        return pg_url().rsplit("/", 1)[0] + "/" + cls.DB
+
+    def failed_statements(self, p):
+        self.assertEqual(p.request("GET", "/fruits/424242")[0], 404)  # a query on the one connection
+        deadline = time.monotonic() + 30
+        while "/fruits/424242" not in p.output():
+            self.assertLess(time.monotonic(), deadline, p.output())
+            time.sleep(0.05)
+        return {name for name in TFB_STATEMENTS if "statement %s: relation" % name in p.output()}
+
+    def test_routes_answer_404(self):
+        for path in TFB_PATHS:
+            status, _, body = self.preon.request("GET", path)
+            self.assertEqual(status, 404, (path, body))
+            self.assertEqual(json.loads(body)["error"], "no such resource", path)
+
+    def test_statements_not_prepared(self):
+        self.assertEqual(self.failed_statements(self.preon), set())
+        samples = scrape(self.preon)
+        statements = {dict(labels).get("statement") for (_, labels) in samples}
+        self.assertIn("fruit_by_id", statements)
+        self.assertEqual(statements & set(TFB_STATEMENTS), set())
+
+    def test_mounted_module_prepares_its_statements(self):
+        """The control: mounted, on the same database, every module statement was tried (and failed)."""
+        with Preon(db_url=self.url(), **self.SETTINGS).start() as p:
+            self.assertEqual(self.failed_statements(p), set(TFB_STATEMENTS))
+            self.assertEqual(p.request("GET", "/db")[0], 502)
+            self.assertEqual(p.stop(), 0)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@
 static void test_status_mapping(void **state)
 {
     (void)state;
-    /* the error table of DESIGN.md */
+    /* the error table (include/preon/errors.h): each code's HTTP status */
     assert_int_equal(preon_err_http_status(PREON_EQUEUEFULL), 503);
     assert_int_equal(preon_err_http_status(PREON_ENOTCONN), 503);
     assert_int_equal(preon_err_http_status(PREON_ESHUTDOWN), 503);
