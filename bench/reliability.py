@@ -125,6 +125,10 @@ def describe(r):
                 "2xx after %s s" % (" / ".join(fmt_statuses(s) for s in r["statuses"]), " / ".join(map(str, r["writes_201"])),
                                     " / ".join(map(str, r["false_201"])), " / ".join(map(str, r["new_leader_s"])),
                                     " / ".join(map(str, r["recovery_s"]))))
+    if t == "histories":
+        return ("history under %s" % r["nemesis"], "8 clients, %d round(s), {:,} operations".format(r["operations"]) % r["rounds"],
+                secs, "definite {:,}, 503 {:,}, indeterminate {:,}; {}".format(r["definite"], r["nothing"],
+                                                                             r["indeterminate"], r["verdict"]))
     return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))
 
 

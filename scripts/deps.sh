@@ -7,7 +7,7 @@ set -euo pipefail
 
 build=(cmake make gcc pkg-config libh2o-evloop-dev libpq-dev libssl-dev libjansson-dev libyaml-dev)
 run=(postgresql-15 postgresql-client-15 curl)
-test=(libcmocka-dev python3 python3-prometheus-client util-linux wrk siege debootstrap docker.io binutils clang libclang-rt-14-dev valgrind clang-format git openssl strace linux-perf)
+test=(libcmocka-dev python3 python3-prometheus-client python3-venv util-linux wrk siege debootstrap docker.io binutils clang libclang-rt-14-dev valgrind clang-format git openssl strace linux-perf)
 # bench/peers/: their build.sh install these too (Go, when none is on PATH, is Debian's; go.mod's toolchain then
 # comes from the Go module proxy); the test command has them at hand
 peers=(maven openjdk-17-jdk-headless ca-certificates)
@@ -25,6 +25,11 @@ case "${1:-build}" in
     bench) want+=("${run[@]}" "${test[@]}" "${peers[@]}" "${stack[@]}" "${bench[@]}") ;;
     *) echo "usage: $0 build|run|test|bench|stack" >&2; exit 2 ;;
 esac
+
+# tests/histories/checker (the linearizability checker) is Go: Debian's golang-go when no Go is installed
+if [[ "${1:-build}" == test || "${1:-build}" == bench ]] && ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
+    want+=(golang-go)
+fi
 
 missing=()
 for p in "${want[@]}"; do

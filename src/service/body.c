@@ -60,6 +60,15 @@ static size_t utf8_chars(const char *s, size_t len)
     return n;
 }
 
+/* An integer, also written as a number with a fraction of zero (7.0: JSON Schema's integer, jansson's real). */
+static int is_integral(const json_t *v)
+{
+    if (json_is_integer(v))
+        return 1;
+    double x = json_real_value(v); /* 0 for what is not a real */
+    return json_is_real(v) && x > -9.2e18 && x < 9.2e18 && (double)(long long)x == x;
+}
+
 int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *err,
                            size_t errlen)
 {
@@ -89,6 +98,11 @@ int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const cha
     {
         if (strcmp(key, "name") != 0 && strcmp(key, "id") != 0) {
             snprintf(err, errlen, "unknown field '%.64s'; only 'name' may be given", key);
+            goto Error;
+        }
+        /* The quickstart's clients send the row's id: an integer (or null), ignored; anything else is a mistake. */
+        if (strcmp(key, "id") == 0 && !is_integral(value) && !json_is_null(value)) {
+            snprintf(err, errlen, "field 'id' must be an integer (it is ignored)");
             goto Error;
         }
     }

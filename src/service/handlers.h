@@ -59,6 +59,7 @@ void preon_fortunes_dispose(void);
 
 /** Handlers. */
 void preon_hello_get(h2o_req_t *req, h2o_iovec_t param);
+void preon_openapi_get(h2o_req_t *req, h2o_iovec_t param);
 void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param);
 void preon_fruits_get(h2o_req_t *req, h2o_iovec_t param);
 void preon_fruits_create(h2o_req_t *req, h2o_iovec_t param);

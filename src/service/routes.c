@@ -28,6 +28,7 @@ const preon_route_t preon_routes[] = {
     PREON_ROUTE("/hello", PREON_M_GET, preon_hello_get),           PREON_ROUTE("/fruits", PREON_M_GET, preon_fruits_list),
     PREON_ROUTE("/fruits", PREON_M_POST, preon_fruits_create),     PREON_ROUTE("/fruits/{id}", PREON_M_GET, preon_fruits_get),
     PREON_ROUTE("/fruits/{id}", PREON_M_PUT, preon_fruits_update), PREON_ROUTE("/fruits/{id}", PREON_M_DELETE, preon_fruits_delete),
+    PREON_ROUTE("/openapi", PREON_M_GET, preon_openapi_get),
 };
 const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
 

@@ -17,6 +17,8 @@
                    a TLS front writing full 16 KiB records
   failover         primary stopped and standby promoted under reads and writes, 3 times back and forth
   pgbouncer        PgBouncer 1.18 in session and transaction mode, 2 threads x 4 connections, 200,000 requests
+  histories        every nemesis of tests/histories/nemesis.py in a history of its own, 10 rounds, checked for
+                   linearizability (tests/histories/checker)
   stack            deploy/stack/ (Patroni x 3, HAProxy, PgBouncer, preon x 2): a standby stopped, 3 rolling restarts,
                    a replica added under a 30 s spike, the Patroni leader killed twice
 
@@ -52,6 +54,7 @@ SUITES = {  # name: (module, unittest selectors)
     "failover": ("failover", []),
     "pgbouncer": ("pgbouncer", []),
     "stack": ("stack", []),
+    "histories": ("histories", ["HistoriesTest"]),
 }
 
 

@@ -37,6 +37,8 @@ static void test_valid(void **state)
     (void)state;
     expect_ok("{\"name\":\"Banana\"}", "Banana");
     expect_ok("{\"id\": 7, \"name\": \"Kiwi\"}", "Kiwi"); /* id is ignored */
+    expect_ok("{\"id\": null, \"name\": \"Kiwi\"}", "Kiwi");
+    expect_ok("{\"id\": 7.0, \"name\": \"Kiwi\"}", "Kiwi");
     expect_ok("{\"name\":\"'); DROP TABLE fruits; --\"}", "'); DROP TABLE fruits; --");
     expect_ok("{\"name\":\"Fran\\u00e7ais \xe6\xb0\xb4\"}", "Fran\xc3\xa7"
                                                             "ais \xe6\xb0\xb4");
@@ -56,6 +58,9 @@ static void test_invalid(void **state)
     BAD("{\"name\":\"\"}", "'name' must not be empty");
     BAD("{\"name\":\"x\",\"color\":\"red\"}", "unknown field 'color'");
     BAD("{\"name\":\"x\",\"name\":\"y\"}", "not valid JSON");
+    BAD("{\"id\":\"7\",\"name\":\"x\"}", "field 'id' must be an integer");
+    BAD("{\"id\":{},\"name\":\"x\"}", "field 'id' must be an integer");
+    BAD("{\"id\":7.5,\"name\":\"x\"}", "field 'id' must be an integer");
     BAD("{\"name\":\"a\\u0000b\"}", "not valid JSON");
     BAD("{\"name\":\"\xff\xfe\"}", "not valid UTF-8 (byte 9)");
     BAD("{\"name\":\"\xc0\xaf\"}", "not valid UTF-8");         /* overlong '/' */
