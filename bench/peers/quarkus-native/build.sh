@@ -48,4 +48,8 @@ mkdir -p "$HERE/build/lib"
 find "$HERE/build/quarkus-peer-1.0-native-image-source-jar/lib" -maxdepth 1 -name '*.so' -exec cp {} "$HERE/build/lib/" \;
 mv "$HERE/build/quarkus-peer-1.0-runner" "$BIN"
 grep -E "Peak RSS|Finished generating" "$HERE/build/native.log" | tail -n 2 | sed 's/^ */quarkus-native: /' || true
+# What the executable is, kept beside it for the records (bench/measure/report.py reads it into each run's header):
+# the builder's configuration lines, among them "Graal compiler: optimization level: 2, target machine: x86-64-v3".
+grep -E "^[ -]*(Java version|Graal compiler|C compiler|Garbage collector):" "$HERE/build/native.log" | sed 's/^ *//' >"$HERE/build/native-image-build.txt" || true
+sed "s/^/quarkus-native: /" "$HERE/build/native-image-build.txt"
 peers_report quarkus-native "$start" "built"
