@@ -3,6 +3,7 @@
 whether they ran on the same kind of machine and software: the CPU model (machines sold under one name differ
 up to 2.6x), and each runtime's version as the run found it (preon's commit, the JVM the JVM peers run on, the
 native executable's builder configuration, Go, PostgreSQL, the stacks' pinned versions)."""
+import glob
 import os
 import re
 import subprocess
@@ -56,7 +57,6 @@ def _pom(path, pattern):
 
 def runtimes():
     """Each runtime's version, as found on this machine at the run's start (a missing one is left out)."""
-    native_build = os.path.join(PEERS, "quarkus-native", "build", "native-image-build.txt")
     found = {
         "preon": _out(["git", "-C", REPO, "describe", "--always", "--dirty", "--abbrev=12"]),
         "jvm (java on PATH: the JVM peers)": _first(_out(["java", "-version"], stderr=True)),
@@ -67,9 +67,11 @@ def runtimes():
         "quarkus (BOM)": _pom("quarkus/pom.xml", r"<quarkus\.version>([^<]+)<"),
         "spring boot (parent)": _pom("spring-mvc/pom.xml", r"spring-boot-starter-parent</artifactId>\s*<version>([^<]+)<"),
     }
-    if os.path.exists(native_build):  # the builder's own lines: Java version, optimization level, target machine, GC
+    # each native peer's build as its builder stated it: Java version, optimization level, target machine, GC
+    for native_build in sorted(glob.glob(os.path.join(PEERS, "*", "build", "native-image-build.txt"))):
         with open(native_build) as f:
-            found["quarkus-native build"] = "; ".join(line.strip() for line in f if line.strip())
+            found["%s build" % os.path.basename(os.path.dirname(os.path.dirname(native_build)))] = "; ".join(
+                line.strip() for line in f if line.strip())
     return {k: v for k, v in found.items() if v}
 
 
