@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 package peer.routes;
 
+import io.quarkus.runtime.StartupEvent;
 import io.quarkus.vertx.web.RouteFilter;
 import io.vertx.ext.web.RoutingContext;
 import jakarta.enterprise.context.ApplicationScoped;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
+import jakarta.enterprise.event.Observes;
+import org.eclipse.microprofile.config.ConfigProvider;
 
 /**
  * A test's switch, off by default: with PEER_THREAD_HEADER=true, every answer names the thread that wrote its
@@ -12,8 +14,12 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
  */
 @ApplicationScoped
 public class ThreadHeader {
-    @ConfigProperty(name = "peer.thread-header", defaultValue = "false")
-    boolean enabled;
+    volatile boolean enabled; // set once at start, read by the event loops
+
+    /** Read when the application starts, not injected: a native build creates this bean at build time. */
+    void start(@Observes StartupEvent event) {
+        enabled = ConfigProvider.getConfig().getOptionalValue("peer.thread-header", Boolean.class).orElse(false);
+    }
 
     @RouteFilter
     void name(RoutingContext rc) {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 package peer.quarkus;
 
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.event.Observes;
 import jakarta.inject.Singleton;
 import jakarta.ws.rs.container.ContainerResponseContext;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.resteasy.reactive.server.ServerResponseFilter;
 
 /**
@@ -13,8 +15,12 @@ import org.jboss.resteasy.reactive.server.ServerResponseFilter;
  */
 @Singleton
 public class ThreadHeader {
-    @ConfigProperty(name = "peer.thread-header", defaultValue = "false")
-    boolean enabled;
+    volatile boolean enabled; // set once at start, read by the event loops
+
+    /** Read when the application starts, not injected: a native build creates this bean at build time. */
+    void start(@Observes StartupEvent event) {
+        enabled = ConfigProvider.getConfig().getOptionalValue("peer.thread-header", Boolean.class).orElse(false);
+    }
 
     @ServerResponseFilter
     public void name(ContainerResponseContext response) {
