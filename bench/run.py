@@ -81,6 +81,7 @@ PEER_TARGETS = {
     "quarkus-routes": ("quarkus-app", "JAVA_OPTS=-Xmx{mib}m"),
     "quarkus-uber": ("quarkus-peer-1.0-runner.jar", "JAVA_OPTS=-Xmx{mib}m"),
     "spring-mvc-undertow": ("spring-mvc-undertow-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
+    "quarkus-classic-native": ("quarkus-peer-runner", "NATIVE_OPTS=-Xmx{mib}m"),  # as quarkus-native's
 }
 
 

@@ -355,19 +355,22 @@ class QuarkusPeer(PeerTests, unittest.TestCase):
     EVENT_LOOP = r"^vert\.x-eventloop-thread-\d+$"
 
 
-class QuarkusNativePeer(PeerTests, unittest.TestCase):
-    NAME = "quarkus-native"
-    EVENT_LOOP = QuarkusPeer.EVENT_LOOP
+class NativePeerTests(PeerTests):
+    """A Quarkus peer's native executable (bench/peers/NAME/build.sh: preon's native-image toolchain, minutes and
+    ~6 GB on 2 cores): its build is left to the bench; the test command checks the toolchain on a small program
+    (peers.native-toolchain) and this peer's answers once it has been built here."""
 
     @classmethod
     def setUpClass(cls):
-        # Its build (bench/peers/quarkus-native/build.sh: preon's native-image toolchain, minutes and ~5 GB on 2
-        # cores) is left to the bench; the test command checks the toolchain on a small program
-        # (peers.native-toolchain) and this peer's answers once it has been built here.
         if not os.path.exists(os.path.join(PEERS, cls.NAME, "build", "quarkus-peer-runner")):
-            raise unittest.SkipTest("SKIP quarkus-native: not built here (bench/peers/quarkus-native/build.sh builds "
-                                    "it in minutes; the test command leaves that to the bench)")
+            raise unittest.SkipTest("SKIP %s: not built here (bench/peers/%s/build.sh builds it in minutes; the test "
+                                    "command leaves that to the bench)" % (cls.NAME, cls.NAME))
         super().setUpClass()
+
+
+class QuarkusNativePeer(NativePeerTests, unittest.TestCase):
+    NAME = "quarkus-native"
+    EVENT_LOOP = QuarkusPeer.EVENT_LOOP
 
 
 class SpringWebfluxPeer(PeerTests, unittest.TestCase):
@@ -397,6 +400,10 @@ class QuarkusUberPeer(PeerTests, unittest.TestCase):
 
 class SpringMvcUndertowPeer(PeerTests, unittest.TestCase):
     NAME = "spring-mvc-undertow"
+
+
+class QuarkusClassicNativePeer(NativePeerTests, unittest.TestCase):
+    NAME = "quarkus-classic-native"
 
 
 PREON = None
