@@ -37,8 +37,9 @@ RUN ${PEER}/build.sh
 # the runtime's openjdk-17-jre-headless) and the application's (ClassCount.java).
 ARG ARTIFACT
 COPY ClassCount.java ./
+ARG JDK=/usr/lib/jvm/java-17-openjdk-amd64
 RUN printf 'JVM_CLASS_COUNT=%s\nAPP_CLASS_COUNT=%s\n' \
-        "$(jimage list /usr/lib/jvm/java-17-openjdk-amd64/lib/modules | grep -c '\.class$')" \
+        "$($JDK/bin/jimage list $JDK/lib/modules | grep -c '\.class$')" \
         "$(java ClassCount.java ${PEER}/build/${ARTIFACT})" >class-counts
 
 FROM debian:bookworm-slim AS runtime
