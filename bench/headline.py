@@ -141,14 +141,22 @@ def matrix_cell(runs, n, label):
     c = (runs.get(n) or {}).get(label)
     if not isinstance(c, dict):
         return "-"
-    if c.get("result") != "ok":
-        return c["result"] + (" under ab" if c.get("warm") else " at start")
+    if c.get("result") != "ok":  # OOM-killed, exited (code), or failed to start with the reason (e.g. a buildpack's)
+        result = c["result"] if len(c["result"]) <= 80 else c["result"][:79] + "…"
+        return result + (" under ab" if c.get("warm") else " at start")
     return "%s; %.1f MiB" % ("{:,.0f}".format(c["warm"]["rps"]), c["load_mem_bytes"] / 1048576.0)
 
 
 class _Dash(Exception):
-    """The target has no figure in this cell, and the record says so: it failed the scenario (or it was not among
-    the run's targets: a column another folder added), or the figure was recorded as none (e.g. OOM-killed)."""
+    """The target has no figure in this cell, and the record says so: it failed the scenario (args: why, as the
+    record says it: the cell shows it), or it was not among the run's targets (a column another folder added), or
+    the figure was recorded as none (e.g. OOM-killed)."""
+
+
+def _why(reason, width=60):
+    """A failed target's cell: the first line of the record's reason, cut to `width` characters."""
+    line = (str(reason).strip().splitlines() or ["?"])[0]
+    return "failed: " + (line if len(line) <= width else line[:width - 1] + "…")
 
 
 def _fig(rec, s, n, *keys, optional=False):
@@ -156,6 +164,9 @@ def _fig(rec, s, n, *keys, optional=False):
     figure recorded only where it applies (an artifact that was there, an image's size), _Dash when it is absent."""
     if n not in rec.runs(s):
         raise _Dash()
+    why = record.failed(rec.runs(s)[n])
+    if why is not None:  # a target that could not build or run says why in its cell
+        raise _Dash(why)
     v = (rec.opt if optional else rec.cell)(s, n, *keys)
     if v is None:
         raise _Dash()
@@ -208,8 +219,8 @@ def published_rows(path, refs, more=None):
         for n in names:
             try:
                 cells.append(fn(n))
-            except _Dash:  # the target failed this scenario: its report says why
-                cells.append("-")
+            except _Dash as e:  # the target failed this scenario (its report has the whole reason) or has no figure
+                cells.append(_why(e.args[0]) if e.args else "-")
         return cells
 
     def caps_how(n):

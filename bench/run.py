@@ -75,6 +75,13 @@ PEER_TARGETS = {
     "quarkus-native": ("quarkus-peer-runner", "NATIVE_OPTS=-Xmx{mib}m"),
     "spring-webflux": ("spring-webflux-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
     "spring-mvc": ("spring-mvc-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
+    # the posts' other rows: RESTEasy classic with JDBC (001), reactive routes (000), the uber-jar packaging and
+    # Spring MVC on Undertow (004)
+    "quarkus-classic": ("quarkus-app", "JAVA_OPTS=-Xmx{mib}m"),
+    "quarkus-routes": ("quarkus-app", "JAVA_OPTS=-Xmx{mib}m"),
+    "quarkus-uber": ("quarkus-peer-1.0-runner.jar", "JAVA_OPTS=-Xmx{mib}m"),
+    "spring-mvc-undertow": ("spring-mvc-undertow-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
+    "quarkus-classic-native": ("quarkus-peer-runner", "NATIVE_OPTS=-Xmx{mib}m"),  # as quarkus-native's
 }
 
 
@@ -97,8 +104,8 @@ def preon_spec():
 
 def parse_target(spec):
     """"name=x,start='cmd args',url=http://…,db-path=/fruits", or "name=x,image=repo:tag[,url=…]" (a container,
-    run with docker run --network host) → dict. "preon" alone means preon itself, "go", "quarkus",
-    "quarkus-native", "spring-webflux" and "spring-mvc" the peer services of bench/peers/. Optional: build='cmd' (timed by the build scenario), clean='cmd' (run
+    run with docker run --network host) → dict. "preon" alone means preon itself, a name of PEER_TARGETS ("go",
+    "quarkus", "quarkus-native", "spring-webflux", "spring-mvc", …) the peer service of bench/peers/. Optional: build='cmd' (timed by the build scenario), clean='cmd' (run
     before the cold build), artifact=PATH (file or folder whose size is reported), cap='…' (how the target takes a
     {mib} MiB heap cap: NAME=value is set in its environment, e.g. JAVA_OPTS=-Xmx{mib}m; anything else is put in
     place of {cap} in start=, or appended to it; without cap=, a cgroup memory cap as root), binary=PATH."""
@@ -241,6 +248,10 @@ def render(results):
     rec = record.run_from(results)
     out = ["Measured %s on %d CPUs%s; targets: %s." % (rec.date, rec.cpus, " (quick mode)" if rec.quick else "",
                                                        ", ".join(rec.targets)), "", partition_line(rec)]
+    if rec.cpu_model or rec.runtimes:  # recorded since 2026-12-04: a figure is only compared with its own run's
+        out[2:2] = ["Machine: %s, kernel %s. Runtimes: %s." % (
+            rec.cpu_model or "CPU model not recorded", rec.kernel or "?",
+            "; ".join("%s %s" % (k, v) for k, v in sorted((rec.runtimes or {}).items()))), ""]
     for s in scenarios.REGISTRY.values():
         if s.name in rec.scenarios:
             out.extend(s.render(rec, s.name))
@@ -282,7 +293,7 @@ def charts(results, outdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", action="append", default=[],
-                    help="preon, go, quarkus, quarkus-native, spring-webflux, spring-mvc, or name=…,start='…',url=…[,db-path=…,build=…,clean=…,artifact=…,cap=…]")
+                    help="preon, " + ", ".join(PEER_TARGETS) + ", or name=…,start='…',url=…[,db-path=…,build=…,clean=…,artifact=…,cap=…]")
     ap.add_argument("--suite", choices=sorted(SUITES), default="classic",
                     help="; ".join("%s: %s%s" % (k, "every scenario" if k == "all" else ", ".join(v),
                                                  " (the default)" if k == "classic" else "")

@@ -8,7 +8,7 @@ import statistics
 import sys
 import time
 
-from . import tcp
+from . import machine, tcp
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")  # bench/results/
 
@@ -36,6 +36,7 @@ def results_header(args=None, **fields):
     head = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpus": os.cpu_count(), "machine": platform.machine(),
             "kernel": platform.release(), "tcp_congestion_control": tcp.current(), "loadavg_start": list(os.getloadavg()),
             "command": " ".join(sys.argv)}
+    head.update(machine.header())  # CPU model and runtime versions, since 2026-12-04
     if args is not None:
         head["args"] = dict(vars(args))
     head.update(fields)

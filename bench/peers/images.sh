@@ -7,7 +7,8 @@
 # e.g. an egress proxy's), copied into extra-ca/ for the build. Prints each image's build time and size.
 # quarkus-native (not among the defaults: its build takes minutes and ~5 GB) is built on the host by its build.sh
 # first, then copied into its image (quarkus-native/Dockerfile).
-#   bench/peers/images.sh [go] [quarkus] [quarkus-native] [spring-webflux] [spring-mvc]
+#   bench/peers/images.sh [go] [quarkus] [quarkus-native] [spring-webflux] [spring-mvc] [quarkus-classic]
+#                         [quarkus-routes] [quarkus-uber] [spring-mvc-undertow] [quarkus-classic-native]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 "$HERE/../../tests/image/base_images.sh" >/dev/null
@@ -24,12 +25,18 @@ for p in "${peers[@]}"; do
     start=$(date +%s)
     case $p in
         go) args=(-f "$HERE/go/Dockerfile") ;;
-        quarkus) args=(-f "$HERE/jvm.Dockerfile" --build-arg PEER=quarkus --build-arg ARTIFACT=quarkus-app
-                       --build-arg JAR=quarkus-run.jar) ;;
-        quarkus-native) "$HERE/quarkus-native/build.sh" >&2 && args=(-f "$HERE/quarkus-native/Dockerfile") ;;
-        spring-webflux | spring-mvc) args=(-f "$HERE/jvm.Dockerfile" --build-arg "PEER=$p"
-                                           --build-arg "ARTIFACT=$p-peer.jar" --build-arg "JAR=$p-peer.jar") ;;
-        *) echo "unknown peer: $p (go, quarkus, quarkus-native, spring-webflux, spring-mvc)" >&2; exit 2 ;;
+        # each with the memory settings of its stack's own images (jvm-start.sh)
+        quarkus | quarkus-classic | quarkus-routes) args=(-f "$HERE/jvm.Dockerfile" --build-arg "PEER=$p"
+                       --build-arg ARTIFACT=quarkus-app --build-arg JAR=quarkus-run.jar --build-arg JVM_MEMORY=run-java) ;;
+        quarkus-uber) args=(-f "$HERE/jvm.Dockerfile" --build-arg PEER=quarkus-uber --build-arg JVM_MEMORY=run-java
+                            --build-arg ARTIFACT=quarkus-peer-1.0-runner.jar --build-arg JAR=quarkus-peer-1.0-runner.jar) ;;
+        quarkus-native | quarkus-classic-native) "$HERE/$p/build.sh" >&2 &&
+            args=(-f "$HERE/quarkus-native/Dockerfile" --build-arg "PEER=$p") ;;
+        spring-webflux | spring-mvc | spring-mvc-undertow) args=(-f "$HERE/jvm.Dockerfile" --build-arg "PEER=$p"
+                --build-arg "ARTIFACT=$p-peer.jar" --build-arg "JAR=$p-peer.jar" --build-arg JVM_MEMORY=paketo
+                --build-arg "THREADS=$([ "$p" = spring-webflux ] && echo 50 || echo 250)") ;;
+        *) echo "unknown peer: $p (go, quarkus, quarkus-classic, quarkus-routes, quarkus-uber, quarkus-native, quarkus-classic-native," \
+                "spring-webflux, spring-mvc, spring-mvc-undertow)" >&2; exit 2 ;;
     esac
     if docker build --network host "${args[@]}" -t "preon-peer-$p" "$HERE" >"$log" 2>&1; then
         echo "preon-peer-$p: built in $(( $(date +%s) - start )) s, $(docker image inspect -f '{{.Size}}' "preon-peer-$p") bytes"

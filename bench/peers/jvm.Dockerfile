@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The JVM peers' image, one of quarkus, spring-webflux, spring-mvc (build arguments below): <peer>/build.sh in a
 # debian:bookworm build stage (Debian's Maven and JDK 17, the pom's pinned versions from Maven Central), and
-# bookworm-slim with Debian's JRE 17 and the peer's artifact. JAVA_OPTS carries JVM flags, e.g. a heap cap. The
+# bookworm-slim with Debian's JRE 17 and the peer's artifact, started by jvm-start.sh with the memory settings of
+# the stack's own images (JVM_MEMORY below). JAVA_OPTS carries more JVM flags, e.g. a heap cap; they win. The
 # context is bench/peers/; build with --network host (Maven Central); no registry image is pulled: the base images
 # are made locally (tests/image/base_images.sh):
 #
@@ -27,9 +28,19 @@ WORKDIR /src
 COPY lib.sh ./
 COPY jvm-common ./jvm-common
 COPY spring-common ./spring-common
-COPY ${PEER}/build.sh ${PEER}/pom.xml ./${PEER}/
-COPY ${PEER}/src ./${PEER}/src
+# the peer's folder, and the two whose sources variants build (quarkus-uber: quarkus/; spring-mvc-undertow: spring-mvc/)
+COPY quarkus ./quarkus
+COPY spring-mvc ./spring-mvc
+COPY ${PEER} ./${PEER}
 RUN ${PEER}/build.sh
+# What Paketo's memory calculator counts (jvm-start.sh): the JRE's classes (its lib/modules, the same file in
+# the runtime's openjdk-17-jre-headless) and the application's (ClassCount.java).
+ARG ARTIFACT
+COPY ClassCount.java ./
+ARG JDK=/usr/lib/jvm/java-17-openjdk-amd64
+RUN printf 'JVM_CLASS_COUNT=%s\nAPP_CLASS_COUNT=%s\n' \
+        "$($JDK/bin/jimage list $JDK/lib/modules | grep -c '\.class$')" \
+        "$(java ClassCount.java ${PEER}/build/${ARTIFACT})" >class-counts
 
 FROM debian:bookworm-slim AS runtime
 ARG PEER
@@ -43,8 +54,16 @@ RUN mkdir -p /usr/share/man/man1 \
  && useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin peer
 # a folder's contents (quarkus-app/) or the one jar, into /opt/peer/
 COPY --from=build /src/${PEER}/build/${ARTIFACT} /opt/peer/
+COPY --from=build /src/class-counts /opt/peer-start/
+COPY jvm-start.sh /opt/peer-start/
 USER peer
-ENV LISTEN=0.0.0.0 PORT=8080 POOL_SIZE=10 JAVA_OPTS= PEER_JAR=/opt/peer/${JAR}
+# The memory settings of the stack's own images (jvm-start.sh): JVM_MEMORY=run-java for Quarkus (its generated
+# Dockerfile.jvm's run-java.sh), paketo for Spring Boot (its buildpack's memory calculator; THREADS: the thread
+# count the buildpack defaults to, 250 for a servlet application, 50 for a reactive one), none for none.
+ARG JVM_MEMORY=none
+ARG THREADS=250
+ENV LISTEN=0.0.0.0 PORT=8080 POOL_SIZE=10 JAVA_OPTS= PEER_JAR=/opt/peer/${JAR} JVM_MEMORY=${JVM_MEMORY} \
+    PAKETO_THREAD_COUNT=${THREADS} CLASS_COUNTS=/opt/peer-start/class-counts
 EXPOSE 8080
 # exec: the JVM is PID 1 and gets SIGTERM itself
-ENTRYPOINT ["sh", "-c", "exec java $JAVA_OPTS -jar $PEER_JAR"]
+ENTRYPOINT ["/opt/peer-start/jvm-start.sh"]

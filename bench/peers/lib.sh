@@ -48,13 +48,15 @@ peers_prepare() {
 # Builds the Maven project in DIR (its pom.xml pins every version) into DIR/build unless OUTPUT is newer than its
 # sources and the peers' shared classes (jvm-common/, spring-common/). Installs Debian's Maven and JDK 17 first;
 # resolves from Maven Central into ~/.m2 on the first build, offline (-o) from that cache once a build of this
-# pom.xml has succeeded. Extra arguments go to mvn.
+# pom.xml has succeeded. Extra arguments go to mvn. PEER_SOURCES: more files and folders whose change makes the
+# build stale (a variant built from another peer's sources: its own build.sh and pom.xml, that peer's src/).
 peers_maven() {
     local name=$1 dir=$2 out=$3 start
     shift 3
     start=$(date +%s.%N)
-    # shellcheck disable=SC2046 # one file name per line, no spaces in them
-    if ! peers_stale "$out" "$dir/pom.xml" "$dir/build.sh" $(find "$dir/src" "$dir"/../*-common -type f); then
+    # shellcheck disable=SC2046,SC2086 # one file name per line, no spaces in them
+    if ! peers_stale "$out" "$dir/pom.xml" "$dir/build.sh" $(find $(ls -d "$dir/src" 2>/dev/null) "$dir"/../*-common \
+        ${PEER_SOURCES:-} -type f); then
         peers_report "$name" "$start" "up to date"
         return 0
     fi

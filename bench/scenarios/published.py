@@ -34,7 +34,8 @@ QUICK = {"p000_s": 2, "p001_s": 2, "caps_mib": [32, 128], "p001_starts": 2, "ram
          "ramp_hold_s": 2, "ramp_think_s": 1.0, "ramp_timeout_s": 5, "warmup_s": 2, "p003_starts": 2,
          "p_rounds": 1}
 params(FULL, QUICK)
-JVM_PEERS = ("quarkus", "spring-webflux", "spring-mvc")  # bench/peers/ targets whose artifact runs on the JRE
+JVM_PEERS = ("quarkus", "spring-webflux", "spring-mvc", "quarkus-classic", "quarkus-routes", "quarkus-uber",
+             "spring-mvc-undertow")  # bench/peers/ targets whose artifact runs on the JRE
 PUBLISHED = "published (their hardware)"
 
 

@@ -77,6 +77,14 @@ class ParsingTest(unittest.TestCase):
         self.assertAlmostEqual(r["mean_ms"], 3.323)
         self.assertEqual((r["max_ms"], r["complete"], r["failed"], r["non2xx"]), (7, 10000, 4, 4))
 
+    def test_every_peer_target_has_its_folder(self):
+        # a name --target takes is a bench/peers/ folder with its one-command build and its run script
+        import run  # noqa: E402 - bench/run.py, which parse_target comes from
+        for name in run.PEER_TARGETS:
+            for script in ("build.sh", "run.sh"):
+                path = os.path.join(run.PEERS, name, script)
+                self.assertTrue(os.access(path, os.X_OK), path)
+
     def test_target_specs(self):
         preon = parse_target("preon")
         self.assertEqual((preon["name"], preon["preon"], preon["db-path"]), ("preon", True, "/fruits"))

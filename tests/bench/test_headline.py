@@ -103,6 +103,22 @@ class OverlayTest(unittest.TestCase):
         self.assertNotIn("ramp004", out["scenarios"])
         self.assertEqual(base["targets"], ["preon", "go"], "the base's record is left as it was")
 
+    def test_a_target_that_failed_says_why_in_its_cells(self):
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        import headline  # noqa: E402
+        from measure import record  # noqa: E402
+        rec = record.run_from({"date": "2026-12-04", "cpus": 2, "quick": True, "params": {}, "targets": ["a", "b"],
+                               "scenarios": {"000": {"a": {"rps": 1.0},
+                                                     "b": {"error": "build failed (1): mvn: no such plugin\nmore"}}}})
+        self.assertEqual(headline._fig(rec, "000", "a", "rps"), 1.0)
+        with self.assertRaises(headline._Dash) as e:
+            headline._fig(rec, "000", "b", "rps")
+        self.assertEqual(headline._why(e.exception.args[0]), "failed: build failed (1): mvn: no such plugin")
+        self.assertEqual(headline._why("x" * 80), "failed: " + "x" * 59 + "…")
+        with self.assertRaises(headline._Dash) as e:
+            headline._fig(rec, "000", "c", "rps")  # not among the run's targets: a plain dash
+        self.assertEqual(e.exception.args, ())
+
     def test_a_record_that_lacks_a_field_is_named(self):
         sys.path.insert(0, os.path.join(REPO, "bench"))
         import headline  # noqa: E402

@@ -34,10 +34,35 @@ class FrontEnd(unittest.TestCase):
         self.assertEqual(b.hosted, ["-H:FallbackThreshold=0", "-H:LinkAtBuildTime=", "-H:Features=a.B,c.D",
                                     "-H:EnableURLProtocols=http", "-H:+InstallExitHandlers",
                                     "-H:ClassInitialization=x.Y:run_time", "-H:ClassInitialization=z:run_time",
-                                    "-H:EnableMonitoringFeatures=heapdump", "-H:March=compatibility", "-H:Optimize=2",
+                                    "-H:EnableMonitoringFeatures=heapdump", "-H:MicroArchitecture=compatibility",
+                                    "-H:Optimize=2",
                                     "-H:+ReportExceptionStackTraces"])
         self.assertEqual(b.jvm, ["-Xmx5g", "-Dfoo=bar"])
         self.assertEqual((b.classpath, b.main, b.name), (["a.jar", "b"], "some.Main", "app"))
+
+    def test_what_native_maven_plugin_and_users_pass(self):
+        # the builder's own names (svm-25.0.2.jar): -march is NativeImageOptions.MicroArchitecture, --gc=serial and
+        # --gc=epsilon are SubstrateOptions' UseSerialGC / UseEpsilonGC, -o DIR/NAME is -H:Path=DIR and the name
+        b = ni.parse(["-march=x86-64-v3", "--gc=serial", "-O3", "-o", "/tmp/out/dir/app-runner", "-cp", "a.jar", "M"])
+        self.assertEqual(b.hosted, ["-H:MicroArchitecture=x86-64-v3", "-H:+UseSerialGC", "-H:Optimize=3",
+                                    "-H:Path=/tmp/out/dir"])
+        self.assertEqual((b.name, b.main), ("app-runner", "M"))
+        self.assertEqual(ni.parse(["--gc=epsilon", "-o", "plain", "M"]).hosted, ["-H:+UseEpsilonGC"])
+        self.assertEqual(ni.parse(["--gc=epsilon", "-o", "plain", "M"]).name, "plain")
+        with self.assertRaises(SystemExit):
+            ni.parse(["--gc=G1", "M"])  # Oracle GraalVM's: not in these jars
+
+    def test_options_exist_in_the_builder(self):
+        # each hosted option the front end writes is one the builder declares (its *_OptionDescriptors classes):
+        # checked against the jars when the toolchain has been installed here
+        jar = os.path.join(REPO, "bench", "peers", "quarkus-native", "build", "toolchain", "home", "lib", "svm",
+                           "builder", "svm-25.0.2.jar")
+        if not os.path.exists(jar):
+            self.skipTest("the toolchain is not installed here (toolchain/install.sh)")
+        with zipfile.ZipFile(jar) as z:
+            text = b"".join(z.read(n) for n in z.namelist() if n.endswith("_OptionDescriptors.class"))
+        for option in ("MicroArchitecture", "UseSerialGC", "UseEpsilonGC", "Optimize", "Path", "Name"):
+            self.assertIn(option.encode(), text, option)
 
     def test_module_options_are_the_builders_for_the_image_classes(self):
         b = ni.parse(["--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED", "M"])

@@ -170,8 +170,11 @@ def pipelined(port, paths):
 
 
 class PeerTests:
-    """Mixed into one TestCase per peer; NAME is the folder under bench/peers/."""
+    """Mixed into one TestCase per peer; NAME is the folder under bench/peers/; EVENT_LOOP, for a peer whose users
+    answer /hello on an event loop, the pattern of those threads' names (the peer runs with its test-only switch
+    PEER_THREAD_HEADER=true, which names the thread that answered in X-Peer-Thread)."""
     NAME = ""
+    EVENT_LOOP = None
 
     @classmethod
     def setUpClass(cls):
@@ -182,7 +185,7 @@ class PeerTests:
         if built.returncode != 0:
             raise AssertionError("%s/build.sh failed:\n%s%s" % (cls.NAME, built.stdout, built.stderr))
         print(built.stdout.strip(), file=sys.stderr)
-        cls.peer = Peer(cls.NAME, url_as(ROLE)).start()
+        cls.peer = Peer(cls.NAME, url_as(ROLE), **({"PEER_THREAD_HEADER": "true"} if cls.EVENT_LOOP else {})).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -196,6 +199,29 @@ class PeerTests:
     def test_hello_is_preons(self):
         self.assertEqual(get(self.peer.port, "/hello"), get(PREON.port, "/hello"))
         self.assertEqual(get(self.peer.port, "/hello?x=1")[2], b"Hello")
+
+    def test_hello_runs_on_an_event_loop(self):
+        # A handler the stack runs on a worker pool (Quarkus REST: a method returning a plain type without
+        # @NonBlocking) costs two thread hand-offs per request; the peers answer /hello as their users would, on
+        # the event loop. Concurrent clients, so that a worker pool would show more than one of its threads.
+        if not self.EVENT_LOOP:
+            self.skipTest("%s has no event loop to check" % self.NAME)
+        names, lock = [], threading.Lock()
+
+        def hello():
+            for _ in range(5):
+                status, headers, _ = request(self.peer.port, "GET", "/hello")
+                with lock:
+                    names.append((status, headers.get("x-peer-thread")))
+        threads = [threading.Thread(target=hello) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(len(names), 30)
+        for status, name in names:
+            self.assertEqual(status, 200)
+            self.assertRegex(name or "(no X-Peer-Thread header)", self.EVENT_LOOP)
 
     def test_fruits_are_preons_bytes(self):
         status, ctype, body = get(self.peer.port, "/fruits")
@@ -286,7 +312,9 @@ class PeerTests:
             status, _, body = get(peer.port, "/fruits")
             self.assertTrue(500 <= status < 600, (status, body))
             self.assertIn(b"fruits", body)  # the database's message: relation "fruits" does not exist
-            self.assertEqual(get(peer.port, "/hello")[2], b"Hello")
+            status, headers, body = request(peer.port, "GET", "/hello")
+            self.assertEqual(body, b"Hello")
+            self.assertNotIn("x-peer-thread", headers)  # the test-only switch is off unless set
             self.assertIn(peer.stop(), OK_EXIT)
         finally:
             peer.cleanup()
@@ -324,28 +352,58 @@ class GoPeer(PeerTests, unittest.TestCase):
 
 class QuarkusPeer(PeerTests, unittest.TestCase):
     NAME = "quarkus"
+    EVENT_LOOP = r"^vert\.x-eventloop-thread-\d+$"
 
 
-class QuarkusNativePeer(PeerTests, unittest.TestCase):
-    NAME = "quarkus-native"
+class NativePeerTests(PeerTests):
+    """A Quarkus peer's native executable (bench/peers/NAME/build.sh: preon's native-image toolchain, minutes and
+    ~6 GB on 2 cores): its build is left to the bench; the test command checks the toolchain on a small program
+    (peers.native-toolchain) and this peer's answers once it has been built here."""
 
     @classmethod
     def setUpClass(cls):
-        # Its build (bench/peers/quarkus-native/build.sh: preon's native-image toolchain, minutes and ~5 GB on 2
-        # cores) is left to the bench; the test command checks the toolchain on a small program
-        # (peers.native-toolchain) and this peer's answers once it has been built here.
         if not os.path.exists(os.path.join(PEERS, cls.NAME, "build", "quarkus-peer-runner")):
-            raise unittest.SkipTest("SKIP quarkus-native: not built here (bench/peers/quarkus-native/build.sh builds "
-                                    "it in minutes; the test command leaves that to the bench)")
+            raise unittest.SkipTest("SKIP %s: not built here (bench/peers/%s/build.sh builds it in minutes; the test "
+                                    "command leaves that to the bench)" % (cls.NAME, cls.NAME))
         super().setUpClass()
+
+
+class QuarkusNativePeer(NativePeerTests, unittest.TestCase):
+    NAME = "quarkus-native"
+    EVENT_LOOP = QuarkusPeer.EVENT_LOOP
 
 
 class SpringWebfluxPeer(PeerTests, unittest.TestCase):
     NAME = "spring-webflux"
+    EVENT_LOOP = r"^reactor-http-(epoll|nio)-\d+$"
 
 
 class SpringMvcPeer(PeerTests, unittest.TestCase):
     NAME = "spring-mvc"
+
+
+# The posts' other rows: a packaging (uber-jar), another server (Undertow), another programming model (RESTEasy
+# classic and JDBC, reactive routes) of the same stacks.
+class QuarkusClassicPeer(PeerTests, unittest.TestCase):
+    NAME = "quarkus-classic"  # blocking by design: every request on a worker thread
+
+
+class QuarkusRoutesPeer(PeerTests, unittest.TestCase):
+    NAME = "quarkus-routes"
+    EVENT_LOOP = QuarkusPeer.EVENT_LOOP
+
+
+class QuarkusUberPeer(PeerTests, unittest.TestCase):
+    NAME = "quarkus-uber"
+    EVENT_LOOP = QuarkusPeer.EVENT_LOOP
+
+
+class SpringMvcUndertowPeer(PeerTests, unittest.TestCase):
+    NAME = "spring-mvc-undertow"
+
+
+class QuarkusClassicNativePeer(NativePeerTests, unittest.TestCase):
+    NAME = "quarkus-classic-native"
 
 
 PREON = None

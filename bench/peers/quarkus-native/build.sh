@@ -7,45 +7,54 @@
 # build/lib/ beside it (RUNPATH $ORIGIN/lib). GRAALVM_HOME set to a GraalVM or Mandrel builds with that
 # instead. Does nothing when the executable is newer than its sources and the toolchain. The build takes
 # minutes and ~5 GB of memory (2 cores); it prints its time and the builder's peak RSS.
+# Another Quarkus peer's native build runs this with PEER_NAME, PEER_SRC (its folder, whose pom.xml has the native
+# profile), PEER_ARTIFACT (its artifactId) and PEER_OUT (the folder whose build/ gets the executable).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib.sh"
 start=$(date +%s.%N)
-SRC=$HERE/../quarkus
-BIN=$HERE/build/quarkus-peer-runner
+NAME=${PEER_NAME:-quarkus-native}
+SRC=${PEER_SRC:-$HERE/../quarkus}
+ART=${PEER_ARTIFACT:-quarkus-peer}-1.0
+OUT=${PEER_OUT:-$HERE}
+BIN=$OUT/build/quarkus-peer-runner
 peers_need maven openjdk-17-jdk-headless gcc zlib1g-dev
 if [ -z "${GRAALVM_HOME:-}" ]; then
     "$HERE/toolchain/install.sh"
     export GRAALVM_HOME=$HERE/build/toolchain/home
 fi
 # shellcheck disable=SC2046 # one file name per line, no spaces in them
-SOURCES=("$SRC/pom.xml" "$HERE/build.sh" "$GRAALVM_HOME/bin/native-image" $(find "$SRC/src" "$HERE"/../jvm-common -type f))
+SOURCES=("$SRC/pom.xml" "$HERE/build.sh" "$OUT/build.sh" "$GRAALVM_HOME/bin/native-image" $(find "$SRC/src" "$HERE"/../jvm-common -type f))
 [ -e "$GRAALVM_HOME/.complete" ] && SOURCES+=("$GRAALVM_HOME/.complete")
 if ! peers_stale "$BIN" "${SOURCES[@]}"; then
-    peers_report quarkus-native "$start" "up to date"
+    peers_report "$NAME" "$start" "up to date"
     exit 0
 fi
 export JAVA_HOME=$GRAALVM_HOME
 m2=${MAVEN_REPO:-$HOME/.m2/repository}
 offline=()
-[ -e "$m2/.preon-peer-quarkus-native-$(sha1sum "$SRC/pom.xml" | cut -c1-12)" ] && offline=(-o)
-rm -rf "$HERE/build/quarkus-peer-1.0-native-image-source-jar" "$HERE/build/lib" "$BIN"
-mkdir -p "$HERE/build"
+[ -e "$m2/.preon-peer-$NAME-$(sha1sum "$SRC/pom.xml" | cut -c1-12)" ] && offline=(-o)
+rm -rf "$OUT/build/$ART-native-image-source-jar" "$OUT/build/lib" "$BIN"
+mkdir -p "$OUT/build"
 # jboss-threads 3.9 (Quarkus's executor), initialised at build time, opens java.lang on JDK 24+ or fails its class
 # initialisation: the build says "use this JVM option: --add-opens java.base/java.lang=ALL-UNNAMED".
 cmd=(mvn -B -Dstyle.color=never "${offline[@]}" -Dmaven.repo.local="$m2" -Pnative -DskipTests
     "-Dquarkus.native.additional-build-args=--add-opens=java.base/java.lang=ALL-UNNAMED"
-    "-Dpeer.build.dir=$HERE/build" package)
-if ! (cd "$SRC" && "${cmd[@]}") >"$HERE/build/native.log" 2>&1 || [ ! -x "$HERE/build/quarkus-peer-1.0-runner" ]; then
-    echo "quarkus-native: the build failed (GRAALVM_HOME=$GRAALVM_HOME), in bench/peers/quarkus: ${cmd[*]}" >&2
-    grep -E "ERROR|Error|error:" "$HERE/build/native.log" | head -n 20 | cut -c1-400 >&2
+    "-Dpeer.build.dir=$OUT/build" package)
+if ! (cd "$SRC" && "${cmd[@]}") >"$OUT/build/native.log" 2>&1 || [ ! -x "$OUT/build/$ART-runner" ]; then
+    echo "$NAME: the build failed (GRAALVM_HOME=$GRAALVM_HOME), in $SRC: ${cmd[*]}" >&2
+    grep -E "ERROR|Error|error:" "$OUT/build/native.log" | head -n 20 | cut -c1-400 >&2
     exit 1
 fi
-touch "$m2/.preon-peer-quarkus-native-$(sha1sum "$SRC/pom.xml" | cut -c1-12)"
+touch "$m2/.preon-peer-$NAME-$(sha1sum "$SRC/pom.xml" | cut -c1-12)"
 # The shared libraries it links to, beside it (the front end put them in the build folder's lib/, among
 # Quarkus's jars; a GraalVM or Mandrel build links statically and leaves none).
-mkdir -p "$HERE/build/lib"
-find "$HERE/build/quarkus-peer-1.0-native-image-source-jar/lib" -maxdepth 1 -name '*.so' -exec cp {} "$HERE/build/lib/" \;
-mv "$HERE/build/quarkus-peer-1.0-runner" "$BIN"
-grep -E "Peak RSS|Finished generating" "$HERE/build/native.log" | tail -n 2 | sed 's/^ */quarkus-native: /' || true
-peers_report quarkus-native "$start" "built"
+mkdir -p "$OUT/build/lib"
+find "$OUT/build/$ART-native-image-source-jar/lib" -maxdepth 1 -name '*.so' -exec cp {} "$OUT/build/lib/" \;
+mv "$OUT/build/$ART-runner" "$BIN"
+grep -E "Peak RSS|Finished generating" "$OUT/build/native.log" | tail -n 2 | sed "s/^ */$NAME: /" || true
+# What the executable is, kept beside it for the records (bench/measure/report.py reads it into each run's header):
+# the builder's configuration lines, among them "Graal compiler: optimization level: 2, target machine: x86-64-v3".
+grep -E "^[ -]*(Java version|Graal compiler|C compiler|Garbage collector):" "$OUT/build/native.log" | sed 's/^ *//' >"$OUT/build/native-image-build.txt" || true
+sed "s/^/$NAME: /" "$OUT/build/native-image-build.txt"
+peers_report "$NAME" "$start" "built"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 package peer.quarkus;
 
+import io.smallrye.common.annotation.NonBlocking;
 import io.smallrye.mutiny.Uni;
 import io.vertx.mutiny.sqlclient.Pool;
 import io.vertx.mutiny.sqlclient.Row;
@@ -28,7 +29,9 @@ import peer.Paging;
 /**
  * The reactive SQL client quickstart's Fruit resource, answering preon's bytes: GET /hello, GET /fruits (paged),
  * GET/PUT/DELETE /fruits/{id}, POST /fruits. Every method runs on a Vert.x event loop; the pool's PostgreSQL
- * client never blocks it.
+ * client never blocks it. Quarkus REST runs a method on its worker pool unless it returns a reactive type (Uni) or
+ * is marked @NonBlocking: /hello returns a plain Response, so it carries @NonBlocking, as a Quarkus user writes a
+ * handler that does not block (without it, every /hello is handed to a worker thread and back).
  */
 @Path("/")
 public class FruitResource {
@@ -40,6 +43,7 @@ public class FruitResource {
 
     @GET
     @Path("hello")
+    @NonBlocking
     public Response hello() {
         return Response.ok(HELLO, "text/plain;charset=UTF-8").build();
     }

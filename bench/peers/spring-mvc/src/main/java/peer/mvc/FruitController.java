@@ -22,6 +22,7 @@ import peer.DbStatus;
 import peer.FruitBody;
 import peer.FruitId;
 import peer.Paging;
+import peer.UnsupportedType;
 import peer.spring.Answers;
 import peer.spring.Answers.Fruit;
 
@@ -84,15 +85,6 @@ public class FruitController {
             throw new UnsupportedType();
         }
         return FruitBody.name(body == null ? new byte[0] : body);
-    }
-
-    /** A Content-Type other than application/json. */
-    private static final class UnsupportedType extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        UnsupportedType() {
-            super(FruitBody.NOT_JSON_TYPE, null, false, false);
-        }
     }
 
     /** Runs `work`; a bad request or a database failure becomes preon's error answer (DbStatus). */
