@@ -210,11 +210,12 @@ static void on_conn_release(void *data)
     __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
 }
 
-/* The interposed calls reach their mechanisms: server.interpose is on, and the binary holds src/interpose/ (without
- * it, as with -DPREON_INTERPOSE=OFF, nothing would tell coalesce.c that h2o closed a socket). */
-static int interposing(const preon_config_t *cfg)
+/* The interposed calls reach the mechanism that `without` (a preon_interpose_mode_t) would leave out: server.interpose
+ * takes it in, and the binary holds src/interpose/ (without it, as with -DPREON_INTERPOSE=OFF, nothing would tell
+ * coalesce.c that h2o closed a socket). */
+static int interposing(const preon_config_t *cfg, int without)
 {
-    return cfg->server.interpose && preon_interpose_linked;
+    return preon_interpose_linked && cfg->server.interpose != PREON_INTERPOSE_NONE && cfg->server.interpose != without;
 }
 
 static void on_conn_close(void *data)
@@ -384,7 +385,7 @@ static void *thread_main(void *arg)
 #endif
     h2o_socket_read_start(thr->listener, on_accept);
     /* Pipelined requests' answers leave together at the end of each loop pass (coalesce.c). */
-    if (interposing(thr->cfg))
+    if (interposing(thr->cfg, PREON_INTERPOSE_NO_WRITES))
         preon_coalesce_start(thr->loop, (uint64_t)thr->cfg->server.idle_timeout_ms, on_conn_release, thr);
     /* Until the stop message: serve. Then until nothing waits on the database, every answer begun is written (to
      * a client that reads) and no request has come for a moment (active keep-alive clients get Connection: close and
@@ -508,7 +509,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->cfg = cfg;
     thr->loop = h2o_evloop_create();
     /* its epoll set: read interest is taken away lazily (lazyep.c) */
-    if (interposing(cfg) && preon_lazyep_adopt() != 0) {
+    if (interposing(cfg, PREON_INTERPOSE_NO_EPOLL) && preon_lazyep_adopt() != 0) {
         snprintf(err, errlen,
                  "h2o's epoll set was not seen being created (its epoll_create() no longer reaches preon's); "
                  "set server.interpose to false to run without the interposed calls");
@@ -609,15 +610,20 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
     signal(SIGUSR1, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     unsigned long long nofile = limit_connections(cfg);
-    if (interposing(cfg)) {
-        /* Before any loop exists: the interposed calls reach their mechanisms from now on (include/preon/interpose.h). */
+    /* Before any loop exists: the interposed calls reach their mechanisms from now on (include/preon/interpose.h). */
+    if (interposing(cfg, PREON_INTERPOSE_NO_WRITES))
         preon_interpose_hooks.writev = preon_coalesce_writev;
+    /* close() serves both: a closing socket's held bytes (coalesce.c), and its registration in a set lazyep.c keeps
+     * (a number closed under it and reused would inherit it). Either one off, it does only the other's part. */
+    if (interposing(cfg, PREON_INTERPOSE_NO_WRITES) || interposing(cfg, PREON_INTERPOSE_NO_EPOLL))
         preon_interpose_hooks.close = preon_coalesce_close;
+    if (interposing(cfg, PREON_INTERPOSE_NO_EPOLL)) {
         preon_interpose_hooks.epoll_create = preon_lazyep_create;
         preon_interpose_hooks.epoll_ctl = preon_lazyep_ctl;
         preon_interpose_hooks.epoll_wait = preon_lazyep_wait;
-        preon_db_interpose();
     }
+    if (interposing(cfg, PREON_INTERPOSE_NO_SEND))
+        preon_db_interpose();
     preon_observe_init();
     if (service->init(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "preon: %s\n", err);
