@@ -279,8 +279,16 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, 0, why);
 }
 
+/*
+ * The buffer takes send() calls on pg_fd, matched by number: that number is the socket watch_socket() knew by its
+ * identity (device and inode) when it set it, and stays it while the buffer is held: our dup() keeps that socket open,
+ * so no other can take its inode; libpq changes its socket only while connecting, where watch_socket() runs after
+ * every step; and close_socket() clears the buffer before the number can be reused. An fstat() here would cost a
+ * system call per batch to prove the same.
+ */
 void preon_db_conn_hold(preon_db_conn_t *c)
 {
+    PREON_ASSERT(c->sock != NULL && PQsocket(c->pg) == c->pg_fd);
     preon_db_wbuf_hold(&c->wbuf, c->pg_fd);
 }
 
