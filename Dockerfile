@@ -19,6 +19,7 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY include ./include
 COPY src ./src
+COPY docs/openapi.json ./docs/openapi.json
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPREON_TESTS=OFF \
  && cmake --build build -j"$(nproc)" \
  && strip build/preon
