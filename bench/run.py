@@ -146,7 +146,8 @@ def make_target(t, preon_bin, pgport, pgdir=None, build_first=True, partition=No
     if t.get("image"):
         port = free_port()
         pg = dict(PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")
-        env = dict({k: v for k, v in preon_env(pgport, port).items() if k.startswith("PREON_")}, PORT=str(port), **pg)
+        env = dict({k: v for k, v in preon_env(pgport, port).items() if k.startswith("PREON_")}, PORT=str(port), **pg,
+                   **extra)  # env='JVM_MEMORY=none': an image's own setting overridden (docker run -e)
         return ImageTarget(t["name"], t["image"], env, port, db_path=t["db-path"], url=(t.get("url") or "").rstrip("/"),
                            spec=t)
     if t.get("peer"):
@@ -185,6 +186,14 @@ def make_peer(t, pgport, pgdir, build_first, argv_in=lambda argv: argv):
     return Target(t["name"], argv_in(argv), env, port, db_path=t["db-path"], spec=t)
 
 
+def setting(published, value):
+    """--set KEY=VALUE's value in the type of the published one: a number, or a list of numbers written with commas
+    ("32,128"; empty: none, e.g. caps_mib= for 001 without its capped rows)."""
+    if isinstance(published, list):
+        return [type(published[0] if published else 0)(v) for v in value.split(",") if v.strip()]
+    return type(published)(value) if isinstance(published, (int, float)) else value
+
+
 class Runner:
     """Runs the registered scenarios (scenarios/) on the targets: a scenario's fn(runner, i) calls each(), ensure()
     and record(), and reads p (the parameters), args, targets, results, pgdir (PostgreSQL's folder), partition (the
@@ -197,7 +206,7 @@ class Runner:
         self.p = dict(QUICK if args.quick else FULL)
         for item in getattr(args, "set", None) or []:
             key, _, value = item.partition("=")
-            self.p[key] = type(FULL[key])(value) if isinstance(FULL[key], (int, float)) else value
+            self.p[key] = setting(FULL[key], value)
         if getattr(args, "limit_seconds", None):
             self.p["limit_s"] = args.limit_seconds
         self.results = results_header(args, quick=args.quick, params=self.p, targets=[t.name for t in targets],
