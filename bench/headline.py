@@ -190,8 +190,8 @@ def render_published(path, refs, more=None):
 # README's short form of the same table: a few of its rows, each cell cut to its headline figure, no published
 # column (the posts' figures are their hardware's: docs/benchmarks.md has them beside).
 BRIEF = [
-    ("000: ", "GET /hello, 50 connections, req/s", lambda c: c.split(" (")[0]),
-    ("001: peak RSS", "peak memory, MB / start, s", lambda c: " / ".join(c.split(" / ")[:2])),
+    ("000: ", "GET /hello, 50 connections, req/s (rounds min–max)", lambda c: c.split("; p99")[0]),
+    ("001: peak RSS", "peak memory under load, MB", lambda c: c.split(" / ")[0]),
     ("003: docker", "container start to a first DB answer, ms", lambda c: c.split(" / ")[0]),
     ("003: exec", "start to a first DB answer, ms", lambda c: c.split(" / ")[0]),
     ("004: ", "DB journey at 0.5 CPU: users when it broke", lambda c: c.split(" @ ")[0]),
@@ -199,14 +199,16 @@ BRIEF = [
 
 
 def render_brief(path, refs, more=None):
-    """A few rows of render_published's table, each cell its headline figure (BRIEF)."""
+    """A few rows of render_published's table, each cell its headline figure (BRIEF), turned: a row per target, a
+    column per measure (a dozen stacks read down a page, not across it)."""
     names, rows = published_rows(path, refs, more)
-    brief = []
+    labels, columns = [], []
     for prefix, label, cut in BRIEF:
         row = next((r for r in rows if r[0].startswith(prefix)), None)
         if row is not None:
-            brief.append([label] + [c if c == "-" else cut(c) for c in row[1:1 + len(names)]])
-    return md_table(["measure"] + names, brief)
+            labels.append(label)
+            columns.append([c if c == "-" else cut(c) for c in row[1:1 + len(names)]])
+    return md_table(["stack"] + labels, [[n] + [col[i] for col in columns] for i, n in enumerate(names)])
 
 
 def published_rows(path, refs, more=None):

@@ -31,7 +31,7 @@ class HeadlineTest(unittest.TestCase):
         with open(os.path.join(REPO, "README.md")) as f:
             text = f.read()
         start = text.index("<!-- headline:brief ")
-        row = text.index("| GET /hello, 50 connections, req/s |", start)
+        row = text.index("| preon | ", start)  # a row per stack
         end = text.index("\n", row)
         changed = text[:row] + text[row:end].replace("|", "| 1", 2).replace("| 1", "|", 1) + text[end:]
         self.assertNotEqual(changed, text)
@@ -40,7 +40,7 @@ class HeadlineTest(unittest.TestCase):
         try:
             r = check(f.name)
             self.assertEqual(r.returncode, 1, r.stdout)
-            self.assertIn(" says:   | GET /hello, 50 connections, req/s | 1", r.stderr)
+            self.assertIn(" says:   | preon | 1", r.stderr)
             # and the generator puts the recorded figure back
             subprocess.run([sys.executable, HEADLINE, "--file", f.name], check=True, capture_output=True)
             with open(f.name) as g:
@@ -118,6 +118,33 @@ class OverlayTest(unittest.TestCase):
         with self.assertRaises(headline._Dash) as e:
             headline._fig(rec, "000", "c", "rps")  # not among the run's targets: a plain dash
         self.assertEqual(e.exception.args, ())
+
+    def test_a_run_of_some_posts_has_their_rows_only(self):
+        """A run of 000, 001 without its caps (caps_mib=) and 003 on processes: no capped, 004 or build row, and
+        the brief's start row says exec, not docker run."""
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        import headline  # noqa: E402
+        import run  # noqa: E402
+        from measure import refdata  # noqa: E402
+        self.assertEqual((run.setting([32, 128], ""), run.setting([32, 128], "64,128"), run.setting(20, "10")),
+                         ([], [64, 128], 10))
+        one = {"rps": 1000.0, "p99": 2.0, "requests": 1, "non2xx": 0, "socket_errors": 0}
+        rec = {"date": "2026-12-04", "cpus": 2, "quick": True, "targets": ["a"],
+               "params": {"p000_s": 20, "p001_s": 20, "caps_mib": [], "ramp_users": 10000},
+               "scenarios": {"000": {"a": one},
+                             "001": {"a": {"rps": 900.0, "memory_kb": 10240, "start_s": 0.02, "artifact_bytes": 1e6,
+                                           "caps": {}}},
+                             "003": {"a": {"first_db_ms": 21.0, "repeat_db_ms": 1.0}}}}
+        with tempfile.TemporaryDirectory(dir=REPO) as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump(rec, f)
+            names, rows = headline.published_rows(os.path.join(d, "results.json"), refdata.load())
+            brief = headline.render_brief(os.path.join(d, "results.json"), refdata.load())
+        self.assertEqual([r[0].split(":")[0] for r in rows], ["000", "001", "001", "003"])
+        self.assertIn("001: wrk -t10 -c50 -d20s", rows[1][0])
+        self.assertEqual(brief.splitlines()[0], "| stack | GET /hello, 50 connections, req/s (rounds min–max) | "
+                                                "peak memory under load, MB | start to a first DB answer, ms |")
+        self.assertEqual(brief.splitlines()[2], "| a | 1,000 | 10.0 | 21 |")
 
     def test_a_record_that_lacks_a_field_is_named(self):
         sys.path.insert(0, os.path.join(REPO, "bench"))
