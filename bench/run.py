@@ -62,7 +62,8 @@ SCENARIOS = scenarios.names()
 SUITES = {suite: scenarios.names(suite) for suite in scenarios.suites()}
 FULL, QUICK = scenarios.FULL, scenarios.QUICK
 PEERS = os.environ.get("PREON_BENCH_PEERS") or os.path.join(HERE, "peers")  # another folder: tests' stand-ins
-FIELDS = ("name", "start", "url", "db-path", "binary", "build", "clean", "cap", "artifact", "image", "preon", "env")
+FIELDS = ("name", "start", "url", "db-path", "binary", "build", "clean", "cap", "artifact", "image", "preon", "env",
+          "run-args")
 
 # The peer services of bench/peers/: (what would be shipped, under build/: sized by the build and 001 scenarios;
 # how each takes a {mib} MiB heap/memory cap). The JVMs' artifacts leave out the JRE: footprint's runtime closure
@@ -108,7 +109,9 @@ def parse_target(spec):
     "quarkus", "quarkus-native", "spring-webflux", "spring-mvc", …) the peer service of bench/peers/. Optional: build='cmd' (timed by the build scenario), clean='cmd' (run
     before the cold build), artifact=PATH (file or folder whose size is reported), cap='…' (how the target takes a
     {mib} MiB heap cap: NAME=value is set in its environment, e.g. JAVA_OPTS=-Xmx{mib}m; anything else is put in
-    place of {cap} in start=, or appended to it; without cap=, a cgroup memory cap as root), binary=PATH."""
+    place of {cap} in start=, or appended to it; without cap=, a cgroup memory cap as root), binary=PATH; an image
+    also env='KEY=value …' (docker run -e) and run-args='…' (more docker run flags, e.g. --security-opt
+    seccomp=unconfined)."""
     if spec == "preon":
         return preon_spec()
     if spec.startswith("preon,"):  # preon under another name and/or with settings: preon,name=x,env='PREON_…=…'
@@ -149,7 +152,7 @@ def make_target(t, preon_bin, pgport, pgdir=None, build_first=True, partition=No
         env = dict({k: v for k, v in preon_env(pgport, port).items() if k.startswith("PREON_")}, PORT=str(port), **pg,
                    **extra)  # env='JVM_MEMORY=none': an image's own setting overridden (docker run -e)
         return ImageTarget(t["name"], t["image"], env, port, db_path=t["db-path"], url=(t.get("url") or "").rstrip("/"),
-                           spec=t)
+                           spec=t, run_args=shlex.split(t.get("run-args", "")))  # run-args='--security-opt …'
     if t.get("peer"):
         return make_peer(t, pgport, pgdir, build_first, argv_in)
     env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres", **extra)

@@ -68,8 +68,10 @@ class ImageTarget:
     """A service image: `docker run -d --network host` with PREON_* and PG* variables pointing at the private
     PostgreSQL and PREON_SERVER_PORT/PORT at a free port of 127.0.0.1 (or at url=, if the image has its own)."""
 
-    def __init__(self, name, image, env, port, db_path="/fruits", url=None, mem_mib=None, cpus=None, spec=None):
+    def __init__(self, name, image, env, port, db_path="/fruits", url=None, mem_mib=None, cpus=None, spec=None,
+                 run_args=()):
         self.name, self.image, self.env, self.port, self.db_path = name, image, env, port, db_path
+        self.run_args = list(run_args)  # more docker run flags, e.g. --security-opt seccomp=unconfined
         self.spec = spec  # bench/run.py's target spec it was made from, or None
         self.url = url or "http://127.0.0.1:%d" % port
         self.mem_mib, self.cpus = mem_mib, cpus
@@ -79,7 +81,8 @@ class ImageTarget:
         self._log = ""
 
     def limited(self, mem_mib=None, cpus=None):
-        return ImageTarget(self.name, self.image, self.env, self.port, self.db_path, self.url, mem_mib, cpus, self.spec)
+        return ImageTarget(self.name, self.image, self.env, self.port, self.db_path, self.url, mem_mib, cpus, self.spec,
+                           self.run_args)
 
     def flags(self):
         out = ["--network", "host"]
@@ -89,7 +92,7 @@ class ImageTarget:
             out += ["--cpus", "%g" % self.cpus]
         for k, v in sorted(self.env.items()):
             out += ["-e", "%s=%s" % (k, v)]
-        return out
+        return out + self.run_args
 
     def start(self, timeout=60):
         """`docker run` → first 200 on /hello and on the DB path, in seconds (as measure.Target.start)."""

@@ -9,6 +9,8 @@
 # first, then copied into its image (quarkus-native/Dockerfile).
 #   bench/peers/images.sh [go] [quarkus] [quarkus-native] [spring-webflux] [spring-mvc] [quarkus-classic]
 #                         [quarkus-routes] [quarkus-uber] [spring-mvc-undertow] [quarkus-classic-native]
+#                         [quarkus-native-micro]
+# (quarkus-jib's image is built by Quarkus's Jib extension: quarkus-jib/build.sh.)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 "$HERE/../../tests/image/base_images.sh" >/dev/null
@@ -32,10 +34,13 @@ for p in "${peers[@]}"; do
                             --build-arg ARTIFACT=quarkus-peer-1.0-runner.jar --build-arg JAR=quarkus-peer-1.0-runner.jar) ;;
         quarkus-native | quarkus-classic-native) "$HERE/$p/build.sh" >&2 &&
             args=(-f "$HERE/quarkus-native/Dockerfile" --build-arg "PEER=$p") ;;
+        # the same executable FROM scratch with only what it links to (post 004's micro base)
+        quarkus-native-micro) "$HERE/quarkus-native/build.sh" >&2 &&
+            args=(-f "$HERE/quarkus-native/micro.Dockerfile" --build-arg PEER=quarkus-native) ;;
         spring-webflux | spring-mvc | spring-mvc-undertow) args=(-f "$HERE/jvm.Dockerfile" --build-arg "PEER=$p"
                 --build-arg "ARTIFACT=$p-peer.jar" --build-arg "JAR=$p-peer.jar" --build-arg JVM_MEMORY=paketo
                 --build-arg "THREADS=$([ "$p" = spring-webflux ] && echo 50 || echo 250)") ;;
-        *) echo "unknown peer: $p (go, quarkus, quarkus-classic, quarkus-routes, quarkus-uber, quarkus-native, quarkus-classic-native," \
+        *) echo "unknown peer: $p (go, quarkus, quarkus-classic, quarkus-routes, quarkus-uber, quarkus-native, quarkus-classic-native, quarkus-native-micro," \
                 "spring-webflux, spring-mvc, spring-mvc-undertow)" >&2; exit 2 ;;
     esac
     if docker build --network host "${args[@]}" -t "preon-peer-$p" "$HERE" >"$log" 2>&1; then

@@ -91,3 +91,17 @@ peers_exec_java() {
     # shellcheck disable=SC2086 # JAVA_OPTS is a list of flags
     exec java ${JAVA_OPTS:-} -jar "$2"
 }
+
+# What an image peer's run.sh does: exec docker run in the foreground on the host's network (the CLI hands SIGTERM
+# to the container and exits with its status), the peer's environment passed in; DOCKER_OPTS: more docker run
+# flags (e.g. --security-opt seccomp=unconfined); the arguments after IMAGE go to its entry point.
+peers_exec_image() {
+    local image=$1
+    shift
+    docker image inspect "$image" >/dev/null 2>&1 || { echo "$image not built: run its build.sh first" >&2; exit 127; }
+    DATABASE_URL=$(peers_database_url)
+    # shellcheck disable=SC2086 # DOCKER_OPTS is a list of flags
+    exec docker run --rm --network host -e PORT="${PORT:-8080}" -e LISTEN="${LISTEN:-127.0.0.1}" \
+        -e DATABASE_URL="$DATABASE_URL" -e POOL_SIZE="${POOL_SIZE:-10}" \
+        ${PEER_THREAD_HEADER:+-e PEER_THREAD_HEADER="$PEER_THREAD_HEADER"} ${DOCKER_OPTS:-} "$image" "$@"
+}

@@ -121,6 +121,16 @@ class ParsingTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             parse_target("preon,colour=blue")
 
+    def test_image_target_with_env_and_docker_run_flags(self):
+        from run import make_target
+        t = make_target(parse_target("name=q,image=preon-peer-quarkus-native-micro,env='JVM_MEMORY=none',"
+                                     "run-args='--security-opt seccomp=unconfined'"), None, 5432)
+        flags = t.flags()
+        self.assertIn("JVM_MEMORY=none", flags)
+        self.assertEqual(flags[-2:], ["--security-opt", "seccomp=unconfined"])
+        self.assertEqual(t.limited(mem_mib=100).flags()[-2:], ["--security-opt", "seccomp=unconfined"])
+        self.assertNotIn("--security-opt", make_target(parse_target("name=q,image=i"), None, 5432).flags())
+
     def test_limits_with_an_uncapped_row(self):
         self.assertEqual(parse_limits("none;mem=2m;cpus=0.5"), [{"mem_mib": None, "cpus": None},
                                                                  {"mem_mib": 2, "cpus": None},

@@ -175,6 +175,7 @@ class PeerTests:
     PEER_THREAD_HEADER=true, which names the thread that answered in X-Peer-Thread)."""
     NAME = ""
     EVENT_LOOP = None
+    ENV = {}  # more of run.sh's environment (an image peer's DOCKER_OPTS)
 
     @classmethod
     def setUpClass(cls):
@@ -185,7 +186,8 @@ class PeerTests:
         if built.returncode != 0:
             raise AssertionError("%s/build.sh failed:\n%s%s" % (cls.NAME, built.stdout, built.stderr))
         print(built.stdout.strip(), file=sys.stderr)
-        cls.peer = Peer(cls.NAME, url_as(ROLE), **({"PEER_THREAD_HEADER": "true"} if cls.EVENT_LOOP else {})).start()
+        cls.peer = Peer(cls.NAME, url_as(ROLE), **dict(cls.ENV, **({"PEER_THREAD_HEADER": "true"} if cls.EVENT_LOOP
+                                                                    else {}))).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -306,7 +308,7 @@ class PeerTests:
 
     def test_database_error_is_5xx(self):
         # database "postgres" has no table fruits: the query fails, /hello still answers
-        peer = Peer(self.NAME, url_as("postgres", database="postgres"))
+        peer = Peer(self.NAME, url_as("postgres", database="postgres"), **self.ENV)
         try:
             peer.start()
             status, _, body = get(peer.port, "/fruits")
@@ -320,7 +322,7 @@ class PeerTests:
             peer.cleanup()
 
     def test_starts_without_database(self):
-        peer = Peer(self.NAME, url_as("postgres", port=free_port()))  # nothing listens there
+        peer = Peer(self.NAME, url_as("postgres", port=free_port()), **self.ENV)  # nothing listens there
         try:
             peer.start()
             self.assertTrue(500 <= get(peer.port, "/fruits", timeout=30)[0] < 600)
@@ -329,7 +331,7 @@ class PeerTests:
             peer.cleanup()
 
     def test_listen_and_sigterm_with_a_client_connected(self):
-        peer = Peer(self.NAME, url_as(ROLE), host="127.0.0.2").start()  # LISTEN: this address only
+        peer = Peer(self.NAME, url_as(ROLE), host="127.0.0.2", **self.ENV).start()  # LISTEN: this address only
         try:
             with self.assertRaises(OSError):
                 get(peer.port, "/hello", timeout=2)
@@ -404,6 +406,38 @@ class SpringMvcUndertowPeer(PeerTests, unittest.TestCase):
 
 class QuarkusClassicNativePeer(NativePeerTests, unittest.TestCase):
     NAME = "quarkus-classic-native"
+
+
+class ImagePeerTests(PeerTests):
+    """A peer that is a container image (bench/peers/NAME/build.sh builds it, run.sh runs it with docker run
+    --network host): checked once it has been built here and a Docker daemon answers; the test command leaves its
+    build to the bench (the native one takes minutes)."""
+    IMAGE = ""
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            found = subprocess.run(["docker", "image", "inspect", cls.IMAGE], capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise unittest.SkipTest("SKIP %s: no docker here (%s)" % (cls.NAME, e))
+        if found.returncode != 0:
+            raise unittest.SkipTest("SKIP %s: image %s not built here, or no Docker daemon answers (bench/peers/%s/"
+                                    "build.sh builds it)" % (cls.NAME, cls.IMAGE, cls.NAME))
+        super().setUpClass()
+
+
+class QuarkusJibPeer(ImagePeerTests, unittest.TestCase):
+    NAME, IMAGE = "quarkus-jib", "preon-peer-quarkus-jib"
+    EVENT_LOOP = QuarkusPeer.EVENT_LOOP
+
+
+class QuarkusNativeMicroPeer(ImagePeerTests, unittest.TestCase):
+    NAME, IMAGE = "quarkus-native-micro", "preon-peer-quarkus-native-micro"
+    EVENT_LOOP = QuarkusPeer.EVENT_LOOP
+
+
+class QuarkusNativeMicroUnconfinedPeer(QuarkusNativeMicroPeer):
+    ENV = {"DOCKER_OPTS": "--security-opt seccomp=unconfined"}  # post 004's last row
 
 
 PREON = None
