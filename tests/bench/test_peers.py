@@ -186,6 +186,10 @@ class PeerTests:
         if built.returncode != 0:
             raise AssertionError("%s/build.sh failed:\n%s%s" % (cls.NAME, built.stdout, built.stderr))
         print(built.stdout.strip(), file=sys.stderr)
+        cls.start_peer()
+
+    @classmethod
+    def start_peer(cls):
         cls.peer = Peer(cls.NAME, url_as(ROLE), **dict(cls.ENV, **({"PEER_THREAD_HEADER": "true"} if cls.EVENT_LOOP
                                                                     else {}))).start()
 
@@ -410,8 +414,8 @@ class QuarkusClassicNativePeer(NativePeerTests, unittest.TestCase):
 
 class ImagePeerTests(PeerTests):
     """A peer that is a container image (bench/peers/NAME/build.sh builds it, run.sh runs it with docker run
-    --network host): checked once it has been built here and a Docker daemon answers; the test command leaves its
-    build to the bench (the native one takes minutes)."""
+    --network host): checked as it is once it has been built here and a Docker daemon answers; the test command
+    neither builds nor rebuilds it (the native one takes minutes and GBs)."""
     IMAGE = ""
 
     @classmethod
@@ -423,7 +427,7 @@ class ImagePeerTests(PeerTests):
         if found.returncode != 0:
             raise unittest.SkipTest("SKIP %s: image %s not built here, or no Docker daemon answers (bench/peers/%s/"
                                     "build.sh builds it)" % (cls.NAME, cls.IMAGE, cls.NAME))
-        super().setUpClass()
+        cls.start_peer()
 
 
 class QuarkusJibPeer(ImagePeerTests, unittest.TestCase):
