@@ -83,6 +83,9 @@ PEER_TARGETS = {
     "quarkus-uber": ("quarkus-peer-1.0-runner.jar", "JAVA_OPTS=-Xmx{mib}m"),
     "spring-mvc-undertow": ("spring-mvc-undertow-peer.jar", "JAVA_OPTS=-Xmx{mib}m"),
     "quarkus-classic-native": ("quarkus-peer-runner", "NATIVE_OPTS=-Xmx{mib}m"),  # as quarkus-native's
+    # Spring Boot's native route (process-aot + native-maven-plugin) with the same toolchain
+    "spring-webflux-native": ("spring-webflux-peer", "NATIVE_OPTS=-Xmx{mib}m"),
+    "spring-mvc-native": ("spring-mvc-peer", "NATIVE_OPTS=-Xmx{mib}m"),
 }
 
 

@@ -5,11 +5,11 @@
 # preon-peer-spring-mvc, or those named. The build stages fetch from the Go module proxy and Maven Central like the
 # host does, trusting the certificate authorities the host adds to Debian's (/usr/local/share/ca-certificates/,
 # e.g. an egress proxy's), copied into extra-ca/ for the build. Prints each image's build time and size.
-# quarkus-native (not among the defaults: its build takes minutes and ~5 GB) is built on the host by its build.sh
-# first, then copied into its image (quarkus-native/Dockerfile).
+# The native peers (not among the defaults: each build takes minutes and ~6 GB) are built on the host by their
+# build.sh first, then copied into an image (quarkus-native/Dockerfile, the executable's name a build argument).
 #   bench/peers/images.sh [go] [quarkus] [quarkus-native] [spring-webflux] [spring-mvc] [quarkus-classic]
 #                         [quarkus-routes] [quarkus-uber] [spring-mvc-undertow] [quarkus-classic-native]
-#                         [quarkus-native-micro]
+#                         [spring-webflux-native] [spring-mvc-native] [quarkus-native-micro]
 # (quarkus-jib's image is built by Quarkus's Jib extension: quarkus-jib/build.sh.)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -37,11 +37,13 @@ for p in "${peers[@]}"; do
         # the same executable FROM scratch with only what it links to (post 004's micro base)
         quarkus-native-micro) "$HERE/quarkus-native/build.sh" >&2 &&
             args=(-f "$HERE/quarkus-native/micro.Dockerfile" --build-arg PEER=quarkus-native) ;;
+        spring-webflux-native | spring-mvc-native) "$HERE/$p/build.sh" >&2 &&
+            args=(-f "$HERE/quarkus-native/Dockerfile" --build-arg "PEER=$p" --build-arg "EXECUTABLE=${p%-native}-peer") ;;
         spring-webflux | spring-mvc | spring-mvc-undertow) args=(-f "$HERE/jvm.Dockerfile" --build-arg "PEER=$p"
                 --build-arg "ARTIFACT=$p-peer.jar" --build-arg "JAR=$p-peer.jar" --build-arg JVM_MEMORY=paketo
                 --build-arg "THREADS=$([ "$p" = spring-webflux ] && echo 50 || echo 250)") ;;
-        *) echo "unknown peer: $p (go, quarkus, quarkus-classic, quarkus-routes, quarkus-uber, quarkus-native, quarkus-classic-native, quarkus-native-micro," \
-                "spring-webflux, spring-mvc, spring-mvc-undertow)" >&2; exit 2 ;;
+        *) echo "unknown peer: $p (go, quarkus, quarkus-classic, quarkus-routes, quarkus-uber, quarkus-native, quarkus-classic-native," \
+                "quarkus-native-micro, spring-webflux, spring-mvc, spring-mvc-undertow, spring-webflux-native, spring-mvc-native)" >&2; exit 2 ;;
     esac
     if docker build --network host "${args[@]}" -t "preon-peer-$p" "$HERE" >"$log" 2>&1; then
         echo "preon-peer-$p: built in $(( $(date +%s) - start )) s, $(docker image inspect -f '{{.Size}}' "preon-peer-$p") bytes"

@@ -98,6 +98,40 @@ class FrontEnd(unittest.TestCase):
                                     "-H:ReflectionConfigurationResources=META-INF/native-image/g/a/r.json",
                                     "-H:ReflectionConfigurationResources=META-INF/native-image/g/a/reflect-config.json"])
 
+    def test_main_class_from_native_image_properties(self):
+        # Spring Boot's AOT writes the main class only there (native-maven-plugin passes none): Args = -H:Class=…
+        classes = self.path("classes")
+        folder = os.path.join(classes, "META-INF", "native-image", "g", "a")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "native-image.properties"), "w") as f:
+            f.write("Args = -H:Class=peer.webflux.Application \\\n--report-unsupported-elements-at-runtime \\\n"
+                    "--no-fallback \\\n--install-exit-handlers")
+        b = ni.parse(["-cp", classes, "--no-fallback", "-o", self.path("out/app")])
+        self.assertIsNone(b.main)
+        ni.collect(b)
+        self.assertEqual((b.main, b.name), ("peer.webflux.Application", "app"))
+        self.assertEqual(b.hosted[:3], ["-H:+ReportUnsupportedElementsAtRuntime", "-H:FallbackThreshold=0",
+                                        "-H:+InstallExitHandlers"])
+        # and main() builds it (the builder's run replaced here), where it used to stop at "no main class"
+        seen = []
+        self.addCleanup(setattr, ni, "run", ni.run)
+        ni.run = seen.append
+        ni.main(["-cp", classes, "--no-fallback", "-o", self.path("out/app")])
+        self.assertEqual(seen[0].main, "peer.webflux.Application")
+
+    def test_builder_jvm_has_lambdas_without_eager_instances(self):
+        # as GraalVM's driver starts its builder: without it, a lambda made in a simulated class initializer
+        # (Spring Data's RepositoryFactorySupport) is an instance of a class left to run time, a fatal error
+        calls = []
+        self.addCleanup(setattr, ni.subprocess, "call", ni.subprocess.call)
+        ni.subprocess.call = lambda cmd: calls.append(cmd) or 1
+        b = ni.parse(["-cp", "x", "-J-Dmine=1", "M"])
+        ni.run(b)
+        cmd = calls[0]
+        self.assertIn("-Djdk.internal.lambda.disableEagerInitialization=true", cmd)
+        # before the user's -J options, which may change it
+        self.assertLess(cmd.index("-Djdk.internal.lambda.disableEagerInitialization=true"), cmd.index("-Dmine=1"))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

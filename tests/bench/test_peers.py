@@ -362,13 +362,14 @@ class QuarkusPeer(PeerTests, unittest.TestCase):
 
 
 class NativePeerTests(PeerTests):
-    """A Quarkus peer's native executable (bench/peers/NAME/build.sh: preon's native-image toolchain, minutes and
-    ~6 GB on 2 cores): its build is left to the bench; the test command checks the toolchain on a small program
-    (peers.native-toolchain) and this peer's answers once it has been built here."""
+    """A peer's native executable, build/EXECUTABLE (bench/peers/NAME/build.sh: preon's native-image toolchain,
+    minutes and ~6 GB on 2 cores): its build is left to the bench; the test command checks the toolchain on a small
+    program (peers.native-toolchain) and this peer's answers once it has been built here."""
+    EXECUTABLE = "quarkus-peer-runner"
 
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(os.path.join(PEERS, cls.NAME, "build", "quarkus-peer-runner")):
+        if not os.path.exists(os.path.join(PEERS, cls.NAME, "build", cls.EXECUTABLE)):
             raise unittest.SkipTest("SKIP %s: not built here (bench/peers/%s/build.sh builds it in minutes; the test "
                                     "command leaves that to the bench)" % (cls.NAME, cls.NAME))
         super().setUpClass()
@@ -442,6 +443,18 @@ class QuarkusNativeMicroPeer(ImagePeerTests, unittest.TestCase):
 
 class QuarkusNativeMicroUnconfinedPeer(QuarkusNativeMicroPeer):
     ENV = {"DOCKER_OPTS": "--security-opt seccomp=unconfined"}  # post 004's last row
+
+
+# Spring Boot's own native route (mvn -Pnative native:compile: AOT, then native-maven-plugin) with the same toolchain.
+class SpringWebfluxNativePeer(NativePeerTests, unittest.TestCase):
+    NAME = "spring-webflux-native"
+    EXECUTABLE = "spring-webflux-peer"
+    EVENT_LOOP = SpringWebfluxPeer.EVENT_LOOP
+
+
+class SpringMvcNativePeer(NativePeerTests, unittest.TestCase):
+    NAME = "spring-mvc-native"
+    EXECUTABLE = "spring-mvc-peer"
 
 
 PREON = None

@@ -6,10 +6,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.ImportRuntimeHints;
 import peer.DbUrl;
 
 /** Spring Boot Web (Spring MVC on Tomcat), blocking JDBC through HikariCP: post 001's Spring MVC row. */
 @SpringBootApplication
+@ImportRuntimeHints(HikariHints.class) // for the native executable (spring-mvc-native/)
 public class Application {
     public static void main(String[] args) {
         SpringApplication.run(Application.class, args);

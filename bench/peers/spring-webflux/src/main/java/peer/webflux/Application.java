@@ -9,11 +9,13 @@ import java.time.Duration;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.ImportRuntimeHints;
 import org.springframework.r2dbc.core.DatabaseClient;
 import peer.DbUrl;
 
 /** Spring Boot WebFlux on Reactor Netty, R2DBC PostgreSQL through r2dbc-pool: the reactive Spring of posts 001/004. */
 @SpringBootApplication
+@ImportRuntimeHints(NettyHints.class) // for the native executable (spring-webflux-native/)
 public class Application {
     public static void main(String[] args) {
         SpringApplication.run(Application.class, args);
