@@ -34,6 +34,10 @@ is preon under another name with other settings (e.g. two preon targets side by 
 ramp004 (only in --suite all; bench/scenarios/open004.py): post 004 with an open workload — users arrive at a ramping
 rate, run a 14-request read/write journey on a ~150 MB table and leave, until each target breaks; exits 3 when the
 driver fell behind or had less than twice the busiest target's requests/s as its own ceiling.
+fixed (only in --suite all; bench/scenarios/fixed.py): the database path at fixed loads — each target, open loop, at a
+ladder of offered rates on GET /hello, GET /fruits and a write (POST then DELETE a fruit), latency from the planned
+send time, CPU time per request of the target and of PostgreSQL, each ladder's knee; rounds rotated, medians
+(FIXED_PARTITION by default).
 --partition puts the roles on CPUs of their own (bench/measure/cpus.py): the load generator (wrk, ab, the ramp004
 driver) in one set, each process target and PostgreSQL in others, the target optionally under a CPU quota; on by
 default when ramp004 runs (RAMP004_PARTITION: the load on the first CPU, the rest to the target and PostgreSQL, the
@@ -51,7 +55,7 @@ import sys
 import time
 
 import scenarios
-from measure import record
+from measure import machine, record
 from measure import (HERE, REPO, Target, build_preon, free_port, log, preon_env, private_postgres_dir, results_header,
                      save)
 from measure.container import ImageTarget, docker_ready, parse_limits
@@ -86,16 +90,24 @@ PEER_TARGETS = {
     # Spring Boot's native route (process-aot + native-maven-plugin) with the same toolchain
     "spring-webflux-native": ("spring-webflux-peer", "NATIVE_OPTS=-Xmx{mib}m"),
     "spring-mvc-native": ("spring-mvc-peer", "NATIVE_OPTS=-Xmx{mib}m"),
+    # post 004's images, each run by its run.sh (docker run --network host): Quarkus's Jib-built image, and
+    # quarkus-native's executable FROM scratch (its cap: the executable's heap flag, which run.sh passes on)
+    "quarkus-jib": (None, None),
+    "quarkus-native-micro": (None, "NATIVE_OPTS=-Xmx{mib}m"),
 }
 
 
 def peer_spec(name):
     """The peer service bench/peers/<name>/ (run.sh, build.sh → build/) as a target spec."""
     d = os.path.join(PEERS, name)
-    artifact, cap = PEER_TARGETS[name]
-    return {"name": name, "peer": name, "db-path": "/fruits", "build": "bash %s" % shlex.quote(os.path.join(d, "build.sh")),
-            "clean": "rm -rf %s" % shlex.quote(os.path.join(d, "build")),
-            "artifact": os.path.join(d, "build", artifact), "cap": cap}
+    artifact, cap = PEER_TARGETS.get(name, (None, None))  # a folder of its own with run.sh: run as it is
+    out = {"name": name, "peer": name, "db-path": "/fruits", "build": "bash %s" % shlex.quote(os.path.join(d, "build.sh")),
+           "clean": "rm -rf %s" % shlex.quote(os.path.join(d, "build"))}
+    if artifact:
+        out["artifact"] = os.path.join(d, "build", artifact)
+    if cap:
+        out["cap"] = cap
+    return out
 
 
 def preon_spec():
@@ -122,7 +134,7 @@ def parse_target(spec):
         for key in ("start", "url"):
             del out[key]
         return out
-    if spec in PEER_TARGETS:
+    if spec in PEER_TARGETS or os.path.isfile(os.path.join(PEERS, spec, "run.sh")):
         return peer_spec(spec)
     lexer = shlex.shlex(spec, posix=True)
     lexer.whitespace = ","
@@ -263,10 +275,12 @@ def render(results):
     rec = record.run_from(results)
     out = ["Measured %s on %d CPUs%s; targets: %s." % (rec.date, rec.cpus, " (quick mode)" if rec.quick else "",
                                                        ", ".join(rec.targets)), "", partition_line(rec)]
-    if rec.cpu_model or rec.runtimes:  # recorded since 2026-12-04: a figure is only compared with its own run's
+    runtimes = "; ".join("%s %s" % (k, v) for k, v in sorted((rec.runtimes or {}).items()))
+    if rec.host:  # since 2026-12-05: the host named whole (runs are "noisier" than one another only on one host)
+        out[2:2] = ["Host: %s. Runtimes: %s." % (machine.host_sentence(rec.cpu_model, rec.host), runtimes), ""]
+    elif rec.cpu_model or rec.runtimes:  # recorded since 2026-12-04: a figure is only compared with its own run's
         out[2:2] = ["Machine: %s, kernel %s. Runtimes: %s." % (
-            rec.cpu_model or "CPU model not recorded", rec.kernel or "?",
-            "; ".join("%s %s" % (k, v) for k, v in sorted((rec.runtimes or {}).items()))), ""]
+            rec.cpu_model or "CPU model not recorded", rec.kernel or "?", runtimes), ""]
     for s in scenarios.REGISTRY.values():
         if s.name in rec.scenarios:
             out.extend(s.render(rec, s.name))
@@ -278,6 +292,15 @@ def render(results):
 # 2026-12-01 without breaking: past the post's 800 users/s. Capped, every stack breaks within the schedule, and the
 # driver's ceiling stays several times the busiest target's rate (the CPU partition, bench/measure/cpus.py).
 RAMP004_PARTITION = "quota=0.5"
+# fixed's default partition: the driver on the first CPU, the target and PostgreSQL on the rest, no quota (post 004's
+# layout, as bench/cost.py's throughput): what a target spends is then its own and PostgreSQL's, counted by their
+# cgroups, and the driver's CPU is not theirs.
+FIXED_PARTITION = "auto"
+
+
+def default_partition(names):
+    """The partition a run of `names` gets without --partition: ramp004's, else fixed's, else none."""
+    return RAMP004_PARTITION if "ramp004" in names else FIXED_PARTITION if "fixed" in names else "off"
 
 
 def partition_line(rec):
@@ -327,7 +350,8 @@ def main():
     ap.add_argument("--partition", default=None,
                     help="CPU sets for the roles: off, auto (the load generator on the first CPU, the target and "
                          "PostgreSQL on the rest) or [load=LIST,target=LIST,postgres=LIST,][quota=CPUS] (unnamed sets as "
-                         "auto's); default %s when ramp004 runs, off otherwise (bench/measure/cpus.py)" % RAMP004_PARTITION)
+                         "auto's); default %s when ramp004 runs, %s when fixed runs, off otherwise (bench/measure/cpus.py)"
+                         % (RAMP004_PARTITION, FIXED_PARTITION))
     ap.add_argument("--out", default=None)
     ap.add_argument("--render", metavar="DIR", help="only rewrite DIR's report.md and charts from its results.json")
     args = ap.parse_args()
@@ -357,7 +381,7 @@ def main():
     if any("image" in t for t in specs) and docker_ready():
         ap.error(docker_ready())
     try:
-        partition = Partition.parse(args.partition or (RAMP004_PARTITION if "ramp004" in names else "off"))
+        partition = Partition.parse(args.partition or default_partition(names))
     except ValueError as e:
         ap.error(str(e))
     preon_bin = build_preon()

@@ -9,6 +9,10 @@ ab, pgbench, the driver, inherits it); a target's command is wrapped so that it 
 execs (its children and a JVM's threads inherit it); PostgreSQL's processes are moved into the postgres set after
 the cluster starts (the backends it forks later inherit it), and again after every restart.
 
+What each role's processes have spent is counted by its cgroup, whole (every thread and child, those that exited
+too): usage_s("target"), usage_s("postgres") read cgroup v1's cpuacct (a group of its own per role, or the role's
+own group where cpu and cpuacct share a hierarchy) or cgroup v2's cpu.stat; None under taskset.
+
   part = Partition.parse("auto")        # load on CPU 0, target and PostgreSQL on the others
   part = Partition.parse("load=0,target=1,postgres=1,quota=0.5")
   with part:                            # cgroups made, this process in the load set
@@ -26,6 +30,7 @@ from .report import log
 
 V1_CPUSET = "/sys/fs/cgroup/cpuset"
 V1_CPU = "/sys/fs/cgroup/cpu"
+V1_CPUACCT = "/sys/fs/cgroup/cpuacct"
 V2 = "/sys/fs/cgroup"
 ROLES = ("load", "target", "postgres")
 
@@ -83,6 +88,7 @@ class Partition:
     enabled: bool = True
     how: str = ""
     dirs: dict = dataclasses.field(default_factory=dict)
+    acct: dict = dataclasses.field(default_factory=dict)  # role → the cgroup whose CPU usage counts it
 
     @classmethod
     def parse(cls, spec):
@@ -156,6 +162,7 @@ class Partition:
                 os.makedirs(d, exist_ok=True)
                 _write(os.path.join(d, "cpuset.cpus"), cpus_text(self.target))
                 self.dirs["target-uncapped"] = self.uncapped = [d]
+        self._accounting(tag)
         self.join("load", os.getpid())
         log("CPU partition: %s" % self.describe())
         return self
@@ -180,6 +187,47 @@ class Partition:
                 except OSError as e:
                     log("CPU partition: could not remove %s: %s" % (d, e))
         return False
+
+    def _accounting(self, tag):
+        """A cgroup that counts the CPU time of the target's and of PostgreSQL's processes (not the uncapped
+        responder's): under v1 the role's group in the cpuacct hierarchy — its quota's group where cpu and cpuacct
+        share one (a process is in one group per hierarchy), else a group of its own there; under v2 the role's set."""
+        if self.how == "cgroup v2 cpuset":
+            self.acct = {role: self.dirs[role][0] for role in ("target", "postgres")}
+            return
+        if self.how != "cgroup v1 cpuset" or not os.path.isfile(os.path.join(V1_CPUACCT, "cpuacct.usage")):
+            return
+        hierarchy = os.path.realpath(V1_CPUACCT)
+        for role in ("target", "postgres"):
+            same = [d for d in self.dirs[role] if os.path.realpath(os.path.dirname(d)) == hierarchy]
+            if same:
+                self.acct[role] = same[0]
+                continue
+            d = os.path.join(V1_CPUACCT, "%s-%s-acct" % (tag, role))
+            os.makedirs(d, exist_ok=True)
+            self.dirs[role].append(d)
+            self.acct[role] = d
+
+    def usage_s(self, role):
+        """CPU seconds (user + system) the processes of `role` ("target", "postgres") have used since they joined
+        its set, from its cgroup; None where nothing counts them (taskset, no cpuacct)."""
+        d = self.acct.get(role)
+        if d is None:
+            return None
+        if self.how == "cgroup v2 cpuset":
+            for line in _read(os.path.join(d, "cpu.stat")).splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec":
+                    return int(value) / 1e6
+            return None
+        text = _read(os.path.join(d, "cpuacct.usage"))
+        return int(text) / 1e9 if text.isdigit() else None
+
+    def accounting(self):
+        """How usage_s counts, in words (results.json and reports)."""
+        if not self.acct:
+            return None
+        return "cgroup v2 cpu.stat" if self.how == "cgroup v2 cpuset" else "cgroup v1 cpuacct"
 
     # -- putting processes in their sets ------------------------------------------------------------------------
 
@@ -238,6 +286,8 @@ class Partition:
         out = {"enabled": self.enabled, "mechanism": self.how, "load": cpus_text(self.load),
                "target": cpus_text(self.target), "postgres": cpus_text(self.postgres), "target_quota_cpus": self.quota,
                "machine_cpus": cpus_text(online_cpus_of_machine()), "sentence": self.describe()}
+        if self.acct:
+            out["cpu_accounting"] = self.accounting()
         if detected is not None:
             out["detected"] = detected
         return out

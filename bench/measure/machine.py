@@ -5,6 +5,7 @@ up to 2.6x), and each runtime's version as the run found it (preon's commit, the
 native executable's builder configuration, Go, PostgreSQL, the stacks' pinned versions)."""
 import glob
 import os
+import platform
 import re
 import subprocess
 
@@ -75,6 +76,29 @@ def runtimes():
     return {k: v for k, v in found.items() if v}
 
 
+def host():
+    """The host beyond its CPU model (since 2026-12-05): its caches as lscpu gives them, its memory (MemTotal, kB),
+    the kernel's release (which names the build: 6.18.44-fc-v1252 and -v1272 are two builds) and version string. Two
+    records are compared as "one noisier than the other" only where these agree."""
+    caches = re.findall(r"^(L\w+) cache:\s*(.+)$", _out(["lscpu"]), re.M)
+    mem = None
+    try:
+        with open("/proc/meminfo") as f:
+            mem = int(next(line for line in f if line.startswith("MemTotal:")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        pass
+    return {"caches": ", ".join("%s %s" % (k, v.strip()) for k, v in caches) or None, "memory_kb": mem,
+            "kernel_release": platform.release(), "kernel_version": platform.version()}
+
+
+def host_sentence(cpu, h):
+    """One sentence naming a record's host: its CPU model, caches, memory and kernel build."""
+    return "%s; caches %s; memory %s GiB; kernel %s (%s)" % (
+        cpu or "CPU model not recorded", h.get("caches") or "?",
+        "%.1f" % (h["memory_kb"] / 1048576.0) if h.get("memory_kb") else "?", h.get("kernel_release") or "?",
+        h.get("kernel_version") or "?")
+
+
 def header():
-    """The fields measure.results_header adds: cpu_model, runtimes."""
-    return {"cpu_model": cpu_model(), "runtimes": runtimes()}
+    """The fields measure.results_header adds: cpu_model, runtimes, host."""
+    return {"cpu_model": cpu_model(), "runtimes": runtimes(), "host": host()}

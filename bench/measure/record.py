@@ -76,7 +76,7 @@ class _Record:
     """What every record holds: the file it was read from, for error messages, the JSON as read (for json.dump,
     charts, and renderers that still read dicts), and the header every script writes (measure.results_header):
     machine, kernel and loadavg_start since 2026-12-01, partition since 2026-12-02, tcp_congestion_control since
-    2026-12-03 (measure/tcp.py), cpu_model and runtimes since 2026-12-04 (measure/machine.py)."""
+    2026-12-03 (measure/tcp.py), cpu_model and runtimes since 2026-12-04, host since 2026-12-05 (measure/machine.py)."""
     where: str
     raw: dict = dataclasses.field(repr=False)
     date: str
@@ -88,6 +88,7 @@ class _Record:
     tcp_congestion_control: Optional[str] = None
     cpu_model: Optional[str] = None  # since 2026-12-04 (measure/machine.py), with runtimes
     runtimes: Optional[dict] = None
+    host: Optional[dict] = None  # since 2026-12-05 (measure/machine.py): caches, memory, kernel build
 
     def need(self, *keys):
         """raw[k1][k2]…, a RecordError naming this file and the key path when one is missing."""

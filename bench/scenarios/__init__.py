@@ -12,6 +12,7 @@ in the order of registration:
   published  limits and matrix (each target's container image), build, 000, 001, 003, 004: the posts' tables in
              their own layouts, beside the posts' figures
   open004    ramp004: post 004 with an open workload
+  fixed      fixed: the database path at fixed offered rates, open loop, CPU per request (not in a suite but all)
 """
 import collections
 
@@ -59,4 +60,4 @@ def suites():
     return sorted({x for s in REGISTRY.values() for x in _suites(s)} | {"all"})
 
 
-from . import classic, published, open004  # noqa: E402,F401 - they register themselves, in this order
+from . import classic, published, open004, fixed  # noqa: E402,F401 - they register themselves, in this order

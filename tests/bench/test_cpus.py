@@ -70,6 +70,14 @@ class Sets(unittest.TestCase):
                     q = open(os.path.join(path, quota)).read().split()[0] if os.path.exists(
                         os.path.join(path, quota)) else "max"
                     self.assertIn(q, ("max", "-1"), "no quota where the uncapped responder runs: %s" % line)
+            # what the target's set spends is counted whole: a child that has exited is still in the count
+            if p.accounting():
+                before = p.usage_s("target")
+                subprocess.run(p.wrap("target", ["sh", "-c", "sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); "
+                                                 "done'"]), check=True)
+                self.assertGreater(p.usage_s("target") - before, 0.01)
+                self.assertIsNotNone(p.usage_s("postgres"))
+                self.assertEqual(p.record()["cpu_accounting"], p.accounting())
         self.assertEqual(sorted(os.sched_getaffinity(0)), cpus, "the load set is left afterwards")
         self.assertFalse(glob.glob("/sys/fs/cgroup/*/preon-bench-%d-*" % os.getpid()) +
                          glob.glob("/sys/fs/cgroup/preon-bench-%d-*" % os.getpid()), "the sets are removed")

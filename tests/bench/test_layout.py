@@ -59,7 +59,9 @@ class Registry(unittest.TestCase):
         before = {"ramp004": {"ramp004": {
             "database": {"rows": 1, "max_id": 1, "table_bytes": 8192, "total_bytes": 16384, "seconds": 0.1},
             "ceiling": {"rps": 100.0, "users": 10, "rate": 5.0, "reached": False, "lag_p50_ms": 0.1,
-                        "lag_p99_run_ms": 1.0, "lag_max_ms": 2.0}}}}
+                        "lag_p99_run_ms": 1.0, "lag_max_ms": 2.0}}},
+                  "fixed": {"fixed": {"rows": 3, "accounting": "/proc process trees", "ceiling": {
+                      "responder": "bench/limit/epoll_hello.c", "steps": [], "knee": {"rate": None, "limit": "target"}}}}}
         for name in SCENARIOS:
             results = dict({"date": "2026-12-01 00:00:00 UTC", "cpus": 2, "quick": True, "params": params,
                             "targets": ["x"], "scenarios": {name: {"x": dict(failed)}}}, **before.get(name, {}))

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // bench/ramp004's open-workload driver in C: one thread, one epoll loop, no allocation per request. It takes the
 // Go driver's flags (bench/ramp004/driver) and writes the same JSON lines, so that bench/measure/ramp_open.py reads
-// either; it costs several times less CPU per request (docs/benchmarks.md has both measured).
+// either; it costs several times less CPU per request (docs/benchmarks.md has both measured). Its fixed-load mode
+// (-only, -write, -latency-from planned: bench/scenarios/fixed.py) is its own.
 #ifndef RAMP004_DRIVER_H
 #define RAMP004_DRIVER_H
 
@@ -24,6 +25,11 @@ struct settings {
     int max_conns, max_active, stop_after;
     int64_t max_id, seed;
     const char *hello; // ceiling mode: every step GET of this path; NULL for the journey
+    // fixed-load mode (-only PATH, -write): each user sends one GET of `only`, or POSTs a fruit and DELETEs it, and
+    // leaves; NULL / 0 for the journey
+    const char *only;
+    int write;
+    int from_planned; // -latency-from planned: a request's latency from its planned send time, not its actual one
 };
 extern struct settings S;
 

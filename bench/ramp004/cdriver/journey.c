@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The journey: the Go driver's 14 requests (bench/ramp004/driver/journey.go), 5 of them writes, each user writing
-// and deleting only rows it created; in ceiling mode every step is a GET of one path.
+// and deleting only rows it created; in ceiling mode every step is a GET of one path. In fixed-load mode a user's
+// journey is one GET of -only's path, or (-write) a POST of a fruit and the DELETE of the row it created.
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdio.h>
@@ -9,7 +10,7 @@
 
 #include "driver.h"
 
-enum path { P_LIST, P_R, P_A, P_B, P_AFTER_R, P_NEXT, P_POST };
+enum path { P_LIST, P_R, P_A, P_B, P_AFTER_R, P_NEXT, P_POST, P_ONLY };
 
 static const struct step {
     const char *method;
@@ -22,6 +23,18 @@ static const struct step {
     {"DELETE", P_A, 0, 0, 0}, {"DELETE", P_B, 0, 0, 0},
 };
 #define STEPS ((int)(sizeof(JOURNEY) / sizeof(JOURNEY[0])))
+static const struct step ONLY[] = {{"GET", P_ONLY, 0, 0, 0}};
+static const struct step WRITE[] = {{"POST", P_POST, 1, 1, 0}, {"DELETE", P_A, 0, 0, 0}};
+
+// The steps every user plays (the journey, or a fixed-load mode's), and how many.
+static const struct step *steps(int *n)
+{
+    if (S.only != NULL)
+        return *n = 1, ONLY;
+    if (S.write)
+        return *n = 2, WRITE;
+    return *n = STEPS, JOURNEY;
+}
 
 static const char *const WORDS[] = {"Apple", "Banana", "Cherry",    "Durian", "Elderberry", "Fig",    "Grape",     "Kiwi",
                                     "Lime",  "Mango",  "Nectarine", "Papaya", "Pomelo",     "Quince", "Raspberry", "Tangerine"};
@@ -46,7 +59,9 @@ static int64_t random_id(struct user *u)
 
 int journey_steps(void)
 {
-    return STEPS;
+    int n;
+    steps(&n);
+    return n;
 }
 
 double journey_think(struct user *u)
@@ -62,7 +77,8 @@ int journey_request(struct user *u, struct request *rq)
         snprintf(rq->path, sizeof(rq->path), "%s", S.hello);
         return 1;
     }
-    const struct step *s = &JOURNEY[u->step];
+    int n;
+    const struct step *s = &steps(&n)[u->step];
     rq->method = s->method;
     rq->list = s->list;
     rq->save_as = s->save_as;
@@ -92,6 +108,9 @@ int journey_request(struct user *u, struct request *rq)
         break;
     case P_POST:
         snprintf(rq->path, sizeof(rq->path), "/fruits");
+        break;
+    case P_ONLY:
+        snprintf(rq->path, sizeof(rq->path), "%s", S.only);
         break;
     }
     if (s->body) {

@@ -170,8 +170,9 @@ void request_done(int ui, int kind, int retry_after, const char *body, size_t le
     if (kind == K_OK)
         kind = journey_keep(u, &u->rq, body ? body : "", body ? len : 0, link);
     double now = now_s();
-    stats_add(now, (now - u->sent) * 1000, u->got_conn >= 0 ? (u->got_conn - u->pool_start) * 1000 : 0, kind,
-              kind == K_503 && retry_after);
+    // from the planned send time (-latency-from planned): a stall of the target or of the driver is counted in full
+    stats_add(now, (now - (S.from_planned ? u->planned : u->sent)) * 1000,
+              u->got_conn >= 0 ? (u->got_conn - u->pool_start) * 1000 : 0, kind, kind == K_503 && retry_after);
     think_then_next(ui);
 }
 
@@ -229,9 +230,12 @@ static int parse_url(const char *url)
 static void usage(void)
 {
     fprintf(stderr, "usage: driver -url http://127.0.0.1:PORT [-r0 -r1 -duration -think -timeout -max-conns "
-                    "-max-active -max-id -window -lag-bound -break-p95 -break-ko -stop-after -drain -hello -seed]\n");
+                    "-max-active -max-id -window -lag-bound -break-p95 -break-ko -stop-after -drain -hello -seed "
+                    "-only PATH | -write 1, -latency-from sent|planned]\n");
     exit(2);
 }
+
+static const char *latency_from = "sent";
 
 static void parse_flags(int argc, char **argv, const char **url)
 {
@@ -255,7 +259,10 @@ static void parse_flags(int argc, char **argv, const char **url)
              {"stop-after", 'i', &S.stop_after},
              {"drain", 'd', &S.drain},
              {"hello", 's', &S.hello},
-             {"seed", 'l', &S.seed}};
+             {"seed", 'l', &S.seed},
+             {"only", 's', &S.only},
+             {"write", 'i', &S.write},
+             {"latency-from", 's', &latency_from}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (a[0] != '-')
@@ -309,10 +316,11 @@ static void config_line(const char *url)
     printf("{\"type\":\"config\",\"driver\":\"c-epoll\",\"url\":\"%s\",\"r0\":%g,\"r1\":%g,\"duration_s\":%g,"
            "\"think_s\":%g,\"timeout_s\":%g,\"max_conns\":%d,\"max_active\":%d,\"max_id\":%lld,\"window_s\":%g,"
            "\"lag_bound_ms\":%g,\"break_p95_ms\":%g,\"break_ko_pct\":%g,\"stop_after\":%d,\"drain_s\":%g,"
-           "\"steps\":%d,\"users_planned\":%ld,\"hello\":\"%s\",\"threads\":1}\n",
+           "\"steps\":%d,\"users_planned\":%ld,\"hello\":\"%s\",\"only\":\"%s\",\"write\":%d,"
+           "\"latency_from\":\"%s\",\"threads\":1}\n",
            url, S.r0, S.r1, S.duration, S.think, S.timeout, S.max_conns, S.max_active, (long long)S.max_id, S.window, S.lag_bound,
            S.break_p95, S.break_ko, S.stop_after, S.drain, journey_steps(), (long)floor(ramp_count(S.duration)),
-           S.hello ? S.hello : "");
+           S.hello ? S.hello : "", S.only ? S.only : "", S.write, S.from_planned ? "planned" : "sent");
     fflush(stdout);
 }
 
@@ -330,6 +338,10 @@ int main(int argc, char **argv)
 {
     const char *url = "";
     parse_flags(argc, argv, &url);
+    S.from_planned = latency_from != NULL && strcmp(latency_from, "planned") == 0;
+    if ((latency_from == NULL || (!S.from_planned && strcmp(latency_from, "sent") != 0)) || (S.only && S.write) ||
+        (S.only && S.only[0] != '/'))
+        usage();
     if (parse_url(url) < 0 || S.r0 < 0 || S.r1 < 0 || S.r0 + S.r1 <= 0 || S.duration <= 0 || S.think < 0 || S.max_id < 1 ||
         S.window <= 0 || S.max_conns < 1 || S.max_active < 1 || S.timeout <= 0)
         usage();

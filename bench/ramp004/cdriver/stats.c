@@ -174,22 +174,22 @@ int stats_close_window(int i, int active, char *note, size_t note_len)
     double mid = (double)i * St.length + St.length / 2;
     int s_lat = 0, s_waits = 0, s_lags = 0;
     double p50 = pct(&w->lat, 50, &s_lat), p95 = pct(&w->lat, 95, &s_lat), p99 = pct(&w->lat, 99, &s_lat),
-           mx = pct(&w->lat, 100, &s_lat), l50 = pct(&w->lags, 50, &s_lags), l99 = pct(&w->lags, 99, &s_lags),
-           lmx = pct(&w->lags, 100, &s_lags), wait99 = pct(&w->waits, 99, &s_waits);
+           p999 = pct(&w->lat, 99.9, &s_lat), mx = pct(&w->lat, 100, &s_lat), l50 = pct(&w->lags, 50, &s_lags),
+           l99 = pct(&w->lags, 99, &s_lags), lmx = pct(&w->lags, 100, &s_lags), wait99 = pct(&w->waits, 99, &s_waits);
     double ko_pct = n ? 100.0 * (double)ko / (double)n : NAN;
     int behind = !isnan(l99) && l99 > S.lag_bound;
     int broken = n > 0 && (p95 > S.break_p95 || ko_pct > S.break_ko);
     char f[12][32], kinds[512];
     num(f[0], 32, ko_pct), num(f[1], 32, p50), num(f[2], 32, p95), num(f[3], 32, p99), num(f[4], 32, mx);
-    num(f[5], 32, l50), num(f[6], 32, l99), num(f[7], 32, lmx), num(f[8], 32, wait99);
+    num(f[5], 32, l50), num(f[6], 32, l99), num(f[7], 32, lmx), num(f[8], 32, wait99), num(f[9], 32, p999);
     kinds_json(kinds, sizeof(kinds), w->kinds);
     printf("{\"type\":\"window\",\"t\":%g,\"window_s\":%g,\"rate_planned\":%.6f,\"arrivals\":%d,\"not_started\":%d,"
            "\"active\":%d,\"active_max\":%d,\"requests\":%ld,\"ok\":%ld,\"ko\":%ld,\"ko_pct\":%s,\"ko_by\":%s,"
-           "\"retry_after_503\":%d,\"rps\":%.6f,\"p50_ms\":%s,\"p95_ms\":%s,\"p99_ms\":%s,\"max_ms\":%s,"
+           "\"retry_after_503\":%d,\"rps\":%.6f,\"p50_ms\":%s,\"p95_ms\":%s,\"p99_ms\":%s,\"p999_ms\":%s,\"max_ms\":%s,"
            "\"lag_p50_ms\":%s,\"lag_p99_ms\":%s,\"lag_max_ms\":%s,\"pool_wait_p99_ms\":%s,\"behind\":%s,"
            "\"broken\":%s}\n",
            (double)i * St.length, St.length, ramp_rate(mid), w->arrivals_started, w->not_started, active, w->active_max, n,
-           w->kinds[K_OK], ko, f[0], kinds, w->retry, (double)n / St.length, f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8],
+           w->kinds[K_OK], ko, f[0], kinds, w->retry, (double)n / St.length, f[1], f[2], f[3], f[9], f[4], f[5], f[6], f[7], f[8],
            behind ? "true" : "false", broken ? "true" : "false");
     fflush(stdout);
     fprintf(stderr, "t=%5.0fs rate %6.1f/s active %6d req %7ld ok %7ld ko %5.1f%% rps %7.1f p95 %8.1f ms lag p99 %6.1f ms%s\n",
@@ -216,14 +216,18 @@ void stats_summary(double span, long started, long finished, long planned, int w
     num(f[1], 32, pct(&St.all, 50, &s_all)), num(f[2], 32, pct(&St.all, 95, &s_all));
     num(f[3], 32, pct(&St.all, 99, &s_all)), num(f[4], 32, pct(&St.all_lags, 50, &s_lags));
     num(f[5], 32, pct(&St.all_lags, 99, &s_lags)), num(f[6], 32, pct(&St.all_lags, 100, &s_lags));
+    num(f[7], 32, pct(&St.all, 99.9, &s_all));
+    char mx[32];
+    num(mx, 32, pct(&St.all, 100, &s_all));
     kinds_json(kinds, sizeof(kinds), St.kinds);
     printf("{\"type\":\"summary\",\"span_s\":%.6f,\"users_planned\":%ld,\"users_started\":%ld,"
            "\"users_finished_journey\":%ld,\"users_not_started\":%ld,\"max_active\":%d,\"requests\":%ld,\"ok\":%ld,"
            "\"ko\":%ld,\"ko_pct\":%s,\"ko_by\":%s,\"retry_after_503\":%ld,\"skipped_steps\":%ld,\"rps\":%.6f,"
-           "\"p50_ms\":%s,\"p95_ms\":%s,\"p99_ms\":%s,\"lag_p50_ms\":%s,\"lag_p99_ms\":%s,\"lag_max_ms\":%s,"
+           "\"p50_ms\":%s,\"p95_ms\":%s,\"p99_ms\":%s,\"p999_ms\":%s,\"max_ms\":%s,\"lag_p50_ms\":%s,\"lag_p99_ms\":%s,\"lag_max_"
+           "ms\":%s,"
            "\"windows\":%d,\"behind\":%s,\"verdict\":\"%s\"}\n",
            span, planned, started, finished, not_started, max_active, n, ok, n - ok, f[0], kinds, St.retry, St.skipped,
-           span > 0 ? (double)n / span : 0, f[1], f[2], f[3], f[4], f[5], f[6], windows, behind_json,
+           span > 0 ? (double)n / span : 0, f[1], f[2], f[3], f[7], mx, f[4], f[5], f[6], windows, behind_json,
            behind_n ? "driver fell behind" : "ok");
     fflush(stdout);
     fprintf(stderr, "driver: %ld users started, %ld requests, send lag p50 %s ms p99 %s ms max %s ms\n", started, n, f[4], f[5],
