@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 package peer.webflux;
 
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.core.env.Environment;
 import org.springframework.stereotype.Component;
 import org.springframework.web.server.ServerWebExchange;
@@ -10,17 +9,16 @@ import org.springframework.web.server.WebFilterChain;
 import reactor.core.publisher.Mono;
 
 /**
- * A test's switch, off by default (the bean does not exist without it): with PEER_THREAD_HEADER=true, every answer
- * names the thread that committed it (X-Peer-Thread), so that tests/bench/test_peers.py can check that /hello runs
- * on a Reactor Netty event loop. The name is taken when the response is committed, after the handler's answer:
- * a handler moved to another scheduler would show that scheduler's thread.
+ * A test's switch, off by default: with PEER_THREAD_HEADER=true, every answer names the thread that committed it
+ * (X-Peer-Thread), so that tests/bench/test_peers.py can check that /hello runs on a Reactor Netty event loop. The
+ * name is taken when the response is committed, after the handler's answer: a handler moved to another scheduler
+ * would show that scheduler's thread.
  * <p>
- * The native executable (spring-webflux-native/) is built ahead of time with the switch on, because Spring's AOT
- * evaluates the condition at build time: there the bean always exists and the switch is read again at start (off:
- * the filter passes every request on as it is). On the JVM the condition holds whenever the bean exists.
+ * The filter is a bean in every build, the switch read at start (off: it passes every request on as it is), so that
+ * the JVM form and the native executable (spring-webflux-native/, whose AOT build would fix a condition on the bean
+ * at build time) serve every request through the same chain of filters.
  */
 @Component
-@ConditionalOnProperty(name = "peer.thread.header", havingValue = "true")
 public class ThreadHeader implements WebFilter {
     private final boolean on;
 
