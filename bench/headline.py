@@ -8,7 +8,9 @@ that measured it. A block in README.md between
 
 is KIND's table of FOLDER/results.json (a folder under bench/published/): `published` is the published suite's
 summary (bench/run.py --suite published: posts 000, 001, 004 and the build, with the posts' own figures from
-bench/reference/ in a column of their own), `brief` a few of its rows cut to their headline figures (README's), `throughput` the throughput table against TechEmpower's C entry (bench/throughput.py), and
+bench/reference/ in a column of their own), `brief` a few of its rows cut to their headline figures, `fixed` the
+database path at fixed loads (bench/run.py --scenario fixed: CPU per request, p99 and knees; README's), `throughput`
+the throughput table against TechEmpower's C entry (bench/throughput.py), and
 `section FOLDER PREFIX` the section of FOLDER's report (rendered again by bench/run.py or bench/throughput.py)
 whose heading starts with PREFIX, without its heading.
 
@@ -331,8 +333,15 @@ def render_section(path, refs, prefix):
     raise KeyError("the report has no section whose heading starts with %r" % prefix)
 
 
+def render_fixed(path, refs, _=None):
+    """The database path at fixed loads (bench/run.py --scenario fixed): CPU per request and p99 at the common rate
+    on the read and the write, each ladder's knee, peak RSS; a row per stack."""
+    from scenarios import fixed  # noqa: PLC0415 - the renderer of that scenario
+    return fixed.headline_table(record.load(path))
+
+
 KINDS = {"published": render_published, "brief": render_brief, "throughput": render_throughput,
-         "section": render_section}
+         "section": render_section, "fixed": render_fixed}
 
 
 def generate(text, refs):

@@ -7,15 +7,16 @@ knee). Per step: achieved rate, errors, p50/p99/p99.9/max latency, CPU time per 
 of PostgreSQL (their cgroups under --partition: every thread and child, exited ones too; /proc otherwise), the
 target's peak RSS during the step. The roles are on CPUs of their own (run.py's default for this scenario: the driver
 on the first CPU, the target and PostgreSQL on the rest, no quota). Every target starts fresh in each round, is
-warmed (fx_warmup_s of each request at fx_warmup_rate, stated in the report), idles fx_idle_s (its CPU then is
-recorded), then climbs the three ladders; fx_rounds rounds, the targets' order rotated by one each round; every
+warmed (wrk, closed loop, fx_warmup_conns connections for fx_warmup_s on each request: stated in the report), idles
+fx_idle_s (its CPU then is recorded), then climbs the three ladders; fx_rounds rounds, the targets' order rotated by one each round; every
 figure of the report is the median of the rounds with their min–max. The driver's own ceiling is measured first:
 the same /hello ladder against the bare epoll responder on the target's CPUs."""
 import os
 import statistics
 import time
 
-from measure import Spread, Target, fmt, free_port, log, main_pid, md_table, ramp_open, record, rss_kb, tree_cpu_s
+from measure import (HERE, Spread, Target, fmt, free_port, log, main_pid, md_table, ramp_open, record, rss_kb,
+                     tree_cpu_s, wrk)
 from measure import fixed_load
 from measure.container import ImageTarget
 
@@ -27,13 +28,14 @@ from .published import postmaster_pid
 # target's CPU per request is compared (one every stack sustains); fx_p99_ms: the bound of "sustained"; fx_lag_ms:
 # the driver's send lag (p99) beyond which a step measured the driver, not the target.
 FULL = {"fx_rates": [500, 1000, 2000, 4000, 8000, 16000, 32000], "fx_step_s": 5, "fx_warmup_s": 10,
-        "fx_warmup_rate": 1000, "fx_common": 1000, "fx_p99_ms": 50.0, "fx_lag_ms": 10.0, "fx_timeout_s": 2,
+        "fx_warmup_conns": 8, "fx_common": 1000, "fx_p99_ms": 50.0, "fx_lag_ms": 10.0, "fx_timeout_s": 2,
         "fx_max_conns": 256, "fx_rounds": 3, "fx_requests": "hello,fruits,write", "fx_idle_s": 2,
         "fx_ceiling_extra": 3}
-QUICK = {"fx_rates": [200, 400], "fx_step_s": 1, "fx_warmup_s": 1, "fx_warmup_rate": 200, "fx_common": 200,
+QUICK = {"fx_rates": [200, 400], "fx_step_s": 1, "fx_warmup_s": 1, "fx_warmup_conns": 8, "fx_common": 200,
          "fx_p99_ms": 50.0, "fx_lag_ms": 10.0, "fx_timeout_s": 2, "fx_max_conns": 64, "fx_rounds": 1,
          "fx_requests": "hello,fruits,write", "fx_idle_s": 0.3, "fx_ceiling_extra": 0}
 params(FULL, QUICK)
+WRITE_LUA = os.path.join(HERE, "wrk", "write.lua")
 LABELS = {"hello": "GET /hello", "fruits": "the read: GET /fruits", "write": "the write: POST /fruits + DELETE"}
 
 
@@ -122,8 +124,9 @@ def one_round(runner, t, rnd, driver, base_id):
     meter = Meter(runner, t)
     out = {"start_s": first[1], "accounting": meter.how(), "warmup": {}, "ladders": {}}
     for req in requests_of(p):
-        out["warmup"][req] = step(runner, t, meter, driver, req, p["fx_warmup_rate"], p["fx_warmup_s"],
-                                  "r%d-warmup" % rnd)
+        out["warmup"][req] = warm_up(t, req, p["fx_warmup_s"], p["fx_warmup_conns"])
+    out["warmup_peak_rss_kb"] = rss_kb(meter.pid, "VmHWM")
+    tidy(pgdir, base_id)  # the rows of POSTs whose DELETE wrk did not send before it stopped
     c0 = meter.read()
     time.sleep(p["fx_idle_s"])
     c1 = meter.read()
@@ -132,11 +135,20 @@ def one_round(runner, t, rnd, driver, base_id):
     for req in requests_of(p):
         out["ladders"][req] = ladder(runner, t, meter, driver, req, p["fx_rates"], "r%d" % rnd)
     out["peak_rss_kb"] = max([s.get("peak_rss_kb") or 0 for ss in out["ladders"].values() for s in ss]
-                             + [s.get("peak_rss_kb") or 0 for s in out["warmup"].values()])
+                             + [out["warmup_peak_rss_kb"] or 0])
     t.stop()
     out["rows_left"] = int(psql(pgdir, "-c", "SELECT count(*) FROM fruits WHERE id > %d" % base_id))
     tidy(pgdir, base_id)
     return out
+
+
+def warm_up(t, request, seconds, conns):
+    """The stated warm-up of one request: wrk, closed loop, `conns` connections for `seconds` (a JVM compiles its hot
+    code at the rate the target can serve, not at a rate it may not sustain yet); wrk's figures, kept."""
+    path = "/hello" if request == "hello" else t.db_path
+    r = wrk(t.url + path, conns, seconds, threads=1, script=WRITE_LUA if request == "write" else None)
+    return {"s": seconds, "conns": conns, "rps": r.get("rps"), "non2xx": r.get("non2xx"),
+            "socket_errors": r.get("socket_errors")}
 
 
 def _pct(a, b, seconds):
@@ -263,6 +275,17 @@ def headline_table(rec, s="fixed"):
                      "write: p99 ms at %s/s" % c, "write: knee, req/s", "peak RSS, MB"], headline_rows(rec, s))
 
 
+def warmup_table(rec, s, reqs):
+    """A row per target: wrk's requests/s in each warm-up (the closed-loop rate with a few connections), median of
+    the rounds with their min–max."""
+    rows = []
+    for n in rec.targets:
+        rs = rounds(rec, s, n)
+        rows.append([n] + [fmt(spread(r["warmup"][req]["rps"] for r in rs if req in r["warmup"]), "%.0f")
+                           for req in reqs])
+    return md_table(["target"] + [LABELS[r] for r in reqs], rows)
+
+
 def ladder_table(rec, s, req):
     """A row per target: its knee and the p99 (median of the rounds) at each rate of the ladder."""
     rates = rec.need("params", "fx_rates")
@@ -314,17 +337,19 @@ def render(rec, s="fixed"):
            "stops at its first step that is not (✗); the knee is the highest rate sustained before it (≥: the ladder's "
            "top, or the driver's limit: send lag p99 over %g ms). CPU per request: the CPU time (user + system) of the "
            "target's whole process tree, and of PostgreSQL's cluster, over the step, divided by the requests answered "
-           "(counted by %s). Every target starts afresh each round and is warmed first: %g s of each request at %s/s; "
-           "then %g s idle. %d round%s, the targets' order rotated by one each round; each figure is the median of "
+           "(counted by %s). Every target starts afresh each round and is warmed first: wrk, closed loop, %d "
+           "connections for %g s on each request (its rate is in the table below); then %g s idle. %d round%s, the targets' order rotated by one each round; each figure is the median of "
            "the rounds with their min–max. PostgreSQL: the bench's own cluster (synchronous_commit off), table fruits "
            "with %s rows, vacuumed and checkpointed before each target; the targets' pools: %s." % (
                ", ".join(_k(r) for r in p["fx_rates"]), p["fx_step_s"],
                "; ".join("%s (%s)" % (r, fixed_load.REQUESTS[r]) for r in reqs), p["fx_p99_ms"],
                fixed_load.ERROR_PCT, p["fx_timeout_s"], 100 * fixed_load.ACHIEVED_FRACTION, p["fx_lag_ms"],
-               top.get("accounting", "?"), p["fx_warmup_s"], _k(p["fx_warmup_rate"]), p["fx_idle_s"], p["fx_rounds"],
+               top.get("accounting", "?"), p["fx_warmup_conns"], p["fx_warmup_s"], p["fx_idle_s"], p["fx_rounds"],
                "s" * (p["fx_rounds"] > 1), "{:,}".format(top["rows"]), top.get("pool", "8 connections")), ""]
     out += ["#### CPU per request and p99 at %s/s, and each ladder's knee" % _k(p["fx_common"]), "",
             headline_table(rec, s).rstrip("\n"), ""]
+    out += ["#### The warm-up: wrk, closed loop, %d connections, %g s on each request (requests/s)" % (
+        p["fx_warmup_conns"], p["fx_warmup_s"]), "", warmup_table(rec, s, reqs).rstrip("\n"), ""]
     c = top["ceiling"]
     k = c["knee"]
     out.append("- the driver's ceiling in this run (%s): the /hello ladder %s %s req/s%s." % (

@@ -73,7 +73,8 @@ def made_up():
         lad = {req: [st(r, p99=1.0 * scale if r <= knee_at else 900.0, target_us=40.0 * scale, pg_us=20.0)
                      for r in RATES if r <= knee_at * 2] for req in ("hello", "fruits", "write")}
         return {"start_s": 0.5, "accounting": {"target": "cgroup v1 cpuacct", "postgres": "cgroup v1 cpuacct"},
-                "warmup": {req: st(100) for req in lad}, "idle": {"s": 2, "target_cpu_pct": 0.5, "pg_cpu_pct": 0.1},
+                "warmup": {req: {"s": 1, "conns": 8, "rps": 5000.0 * scale, "non2xx": 0, "socket_errors": 0}
+                           for req in lad}, "warmup_peak_rss_kb": 9000, "idle": {"s": 2, "target_cpu_pct": 0.5, "pg_cpu_pct": 0.1},
                 "ladders": lad, "peak_rss_kb": 10240, "rows_left": 0}
     params = dict(fixed.QUICK, fx_rates=RATES, fx_common=100, fx_rounds=3)
     return {"date": "2026-12-05 00:00:00 UTC", "cpus": 2, "quick": False, "targets": ["a", "b", "c"], "params": params,
@@ -97,6 +98,7 @@ class RenderTest(unittest.TestCase):
         self.assertIn("#### a, the write: POST /fruits + DELETE", text)
         self.assertIn("| 400 | 2 |", text)  # only the rounds that reached it
         self.assertIn("p99 900 ms > 50 ms", text)
+        self.assertIn("| a | 5000 (4500–6000) | 5000 (4500–6000) | 5000 (4500–6000) |", text)  # the warm-up
 
     def test_a_missing_field_is_named(self):
         results = made_up()
