@@ -252,7 +252,9 @@ def published_rows(path, refs, more=None):
             "%s JVM %s, native %s" % (q, _pub(refs, "001", "requests_per_s", q + " JVM"),
                                       _pub(refs, "001", "requests_per_s", q + " native"))],
         ["001: peak RSS, MB / start, s / artifact%s, MB" % (
-            " + runtime closure (shared libraries a slim Debian lacks; for a jar, the JRE)" if closure else "")]
+            " + runtime closure (shared libraries a slim Debian lacks; for a jar, the JRE)" if closure else
+            " alone (no runtime: a binary without the shared libraries it loads, a jar without its JRE, a native "
+            "executable without its lib/; with them, as the 2026-12-01 row counts: preon 17.5, quarkus 219)")]
         + each(peak_start_artifact) + [
             "Quarkus reactive native %s / %s / %s" % (
                 _pub(refs, "001", "memory", q + " native", f="{:g}"), _pub(refs, "001", "startup_time", q + " native", f="{:g}"),
