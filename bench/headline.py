@@ -9,7 +9,8 @@ that measured it. A block in README.md between
 is KIND's table of FOLDER/results.json (a folder under bench/published/): `published` is the published suite's
 summary (bench/run.py --suite published: posts 000, 001, 004 and the build, with the posts' own figures from
 bench/reference/ in a column of their own), `brief` a few of its rows cut to their headline figures, `fixed` the
-database path at fixed loads (bench/run.py --scenario fixed: CPU per request, p99 and knees; README's), `throughput`
+database path at fixed loads (bench/run.py --scenario fixed: CPU per request, p99 and knees; README's),
+`fixed-agreement FOLDER FIRST` two runs of it side by side (CPU per request in FIRST and FOLDER, knees), `throughput`
 the throughput table against TechEmpower's C entry (bench/throughput.py), and
 `section FOLDER PREFIX` the section of FOLDER's report (rendered again by bench/run.py or bench/throughput.py)
 whose heading starts with PREFIX, without its heading.
@@ -28,7 +29,7 @@ from measure.rounds import spread
 from scenarios import published_docker
 from measure.throughput_report import TESTS, Table
 
-BLOCK = re.compile(r"(<!-- headline:(\w+) (\S+)(?: ([^\n>]*?))? -->\n)(.*?)(<!-- /headline -->)", re.S)
+BLOCK = re.compile(r"(<!-- headline:([\w-]+) (\S+)(?: ([^\n>]*?))? -->\n)(.*?)(<!-- /headline -->)", re.S)
 NOTES = {"jvm": " + JDK"}  # what a target's artifact does not include
 
 
@@ -342,8 +343,15 @@ def render_fixed(path, refs, _=None):
     return fixed.headline_table(record.load(path))
 
 
+def render_fixed_agreement(path, refs, first):
+    """Two runs of the fixed scenario: CPU per request at the common rate in the first (`first`, a folder) and in
+    this one, their ratio, and the knees of both."""
+    from scenarios import fixed  # noqa: PLC0415 - the renderer of that scenario
+    return fixed.agreement_table(record.load(os.path.join(REPO, first, "results.json")), record.load(path))
+
+
 KINDS = {"published": render_published, "brief": render_brief, "throughput": render_throughput,
-         "section": render_section, "fixed": render_fixed}
+         "section": render_section, "fixed": render_fixed, "fixed-agreement": render_fixed_agreement}
 
 
 def generate(text, refs):

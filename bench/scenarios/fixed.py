@@ -268,6 +268,36 @@ def headline_rows(rec, s="fixed"):
     return rows
 
 
+def cpu_at(rec, n, req, rate, s="fixed"):
+    """Target n's CPU per request at `rate` in `req`'s ladder, the target's + PostgreSQL's (µs), median of the rounds
+    that reached it; None where none did."""
+    steps = [st for st in at(rec, s, n, req, rate) if st["target_us"] is not None and st["pg_us"] is not None]
+    return statistics.median(st["target_us"] + st["pg_us"] for st in steps) if steps else None
+
+
+def agreement_table(a, b, s="fixed"):
+    """Two runs of the scenario side by side: CPU per request (the target's + PostgreSQL's) at the common rate of
+    each on the read and the write, and each ladder's knee, for the targets both ran; the ratio b / a."""
+    rate = a.need("params", "fx_common")
+    if b.need("params", "fx_common") != rate:
+        raise record.RecordError("%s and %s compare CPU per request at different rates" % (a.where, b.where))
+    rows = []
+    for n in [x for x in a.targets if x in b.targets]:
+        row = [n]
+        for req in ("fruits", "write"):
+            x, y = cpu_at(a, n, req, rate, s), cpu_at(b, n, req, rate, s)
+            row.append("%s → %s (%s)" % (_us(x), _us(y), "%.2f×" % (y / x) if x and y else "-"))
+        for req in ("fruits", "write"):
+            ka, kb = knees(a, s, n, req), knees(b, s, n, req)
+            first = a.need("params", "fx_rates")[0]
+            row.append("%s → %s" % (knee_text(ka[0], ka[1], first), knee_text(kb[0], kb[1], first)))
+        rows.append(row)
+    c = "{:,}".format(rate)
+    return md_table(["stack", "read: CPU µs/request at %s/s, first → second run (ratio)" % c,
+                     "write: CPU µs/request at %s/s, first → second run (ratio)" % c, "read: knee, req/s",
+                     "write: knee, req/s"], rows)
+
+
 def headline_table(rec, s="fixed"):
     c = "{:,}".format(rec.need("params", "fx_common"))
     return md_table(["stack", "read: CPU µs/request, stack + PostgreSQL, at %s/s" % c, "read: p99 ms at %s/s" % c,

@@ -82,7 +82,7 @@ def made_up():
                       "ceiling": {"responder": "bench/limit/epoll_hello.c, 1 thread, in the target's set",
                                   "steps": [st(r) for r in RATES], "knee": {"rate": 400, "limit": "ladder"}}},
             "scenarios": {"fixed": {"a": {"rounds": [rnd(1.0, 200), rnd(1.2, 200), rnd(0.9, 100)]},
-                                    "b": {"rounds": [rnd(2.0, 400)] * 3},
+                                    "b": {"rounds": [rnd(2.0, 400) for _ in range(3)]},
                                     "c": {"error": "c exited with 1 at start", "log_tail": "boom\n"}}}}
 
 
@@ -99,6 +99,19 @@ class RenderTest(unittest.TestCase):
         self.assertIn("| 400 | 2 |", text)  # only the rounds that reached it
         self.assertIn("p99 900 ms > 50 ms", text)
         self.assertIn("| a | 5000 (4500–6000) | 5000 (4500–6000) | 5000 (4500–6000) |", text)  # the warm-up
+
+    def test_two_runs_side_by_side(self):
+        first, second = made_up(), made_up()
+        for r in second["scenarios"]["fixed"]["b"]["rounds"]:
+            r["ladders"] = {req: [dict(x, target_us=x["target_us"] * 1.1) for x in steps]
+                            for req, steps in r["ladders"].items()}
+        text = fixed.agreement_table(record.run_from(first), record.run_from(second))
+        # b: 80 + 20 µs in the first run, 88 + 20 in the second
+        self.assertIn("| b | 100 → 108 (1.08×) | 100 → 108 (1.08×) | ≥ 400 → ≥ 400 | ≥ 400 → ≥ 400 |", text)
+        self.assertIn("| c | - → - (-) |", text)  # it failed both runs
+        second["params"] = dict(second["params"], fx_common=200)
+        with self.assertRaisesRegex(record.RecordError, "at different rates"):
+            fixed.agreement_table(record.run_from(first), record.run_from(second))
 
     def test_a_missing_field_is_named(self):
         results = made_up()
