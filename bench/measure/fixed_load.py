@@ -48,8 +48,9 @@ def step_figures(out, rate, seconds):
     return {"rate": rate, "s": seconds, "requests": requests,
             "answers": requests - sum(ko_by.get(k, 0) for k in NO_ANSWER), "ok": s.get("ok") or 0,
             "errors": s.get("ko") or 0, "ko_by": ko_by, "achieved": (first.get("ok") or 0) / float(seconds),
-            "p50_ms": s.get("p50_ms"), "p99_ms": s.get("p99_ms"), "p999_ms": s.get("p999_ms"), "max_ms": s.get("max_ms"),
-            "lag_p99_ms": s.get("lag_p99_ms"), "driver_cpu_us": ramp_open.cpu_us_per_request(out)}
+            "p50_ms": s.get("p50_ms"), "p99_ms": s.get("p99_ms"), "p999_ms": s.get("p999_ms"),
+            "max_ms": s.get("max_ms"), "lag_p99_ms": s.get("lag_p99_ms"),
+            "driver_cpu_us": ramp_open.cpu_us_per_request(out)}
 
 
 def per_answer_us(cpu_s, answers):

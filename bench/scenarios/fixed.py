@@ -8,9 +8,9 @@ of PostgreSQL (their cgroups under --partition: every thread and child, exited o
 target's peak RSS during the step. The roles are on CPUs of their own (run.py's default for this scenario: the driver
 on the first CPU, the target and PostgreSQL on the rest, no quota). Every target starts fresh in each round, is
 warmed (wrk, closed loop, fx_warmup_conns connections for fx_warmup_s on each request: stated in the report), idles
-fx_idle_s (its CPU then is recorded), then climbs the three ladders; fx_rounds rounds, the targets' order rotated by one each round; every
-figure of the report is the median of the rounds with their min–max. The driver's own ceiling is measured first:
-the same /hello ladder against the bare epoll responder on the target's CPUs."""
+fx_idle_s (its CPU then is recorded), then climbs the three ladders; fx_rounds rounds, the targets' order rotated by
+one each round; every figure of the report is the median of the rounds with their min–max. The driver's own ceiling
+is measured first: the same /hello ladder against the bare epoll responder on the target's CPUs."""
 import os
 import statistics
 import time
@@ -86,7 +86,8 @@ def step(runner, t, meter, driver, request, rate, seconds, tag):
     argv = fixed_load.driver_argv(driver, t.url, request, rate, seconds, p["fx_timeout_s"], p["fx_max_conns"],
                                   t.db_path)
     rc, out = ramp_open.run(argv, seconds + 3 * p["fx_timeout_s"] + 60,
-                            os.path.join(ramp_open.OUT_DIR, "fixed-%s-%s.log" % (t.name.replace("/", "_"), tag)))
+                            os.path.join(ramp_open.OUT_DIR, "fixed-%s-%s.log" % (t.name.replace("/", "_"), tag)),
+                            realtime=True)
     c1 = meter.read()
     st = fixed_load.step_figures(out, rate, seconds)
     cpu = [b - a if a is not None and b is not None else None for a, b in zip(c0, c1)]
@@ -353,24 +354,29 @@ def detail_table(rec, s, n, req):
                     ["r"] * 12 + ["l"])
 
 
+INTRO = (
+    "Each target at a ladder of offered rates (%s requests/s), %g s a step, open loop: the C driver "
+    "(bench/ramp004/cdriver, one thread on the load CPU, SCHED_FIFO where run as root) sends at evenly spaced planned "
+    "times whether or not earlier requests were answered, and a request's latency runs from its planned send time, so "
+    "that a stall is counted, not hidden. Requests: %s. A step is sustained when its p99 is at most %g ms, at most "
+    "%g %% of its requests failed (timeout %g s) and it answered %.0f %% of the offered rate within the step; a ladder "
+    "stops at its first step that is not (✗); the knee is the highest rate sustained before it (≥: the ladder's "
+    "top, or the driver's limit: send lag p99 over %g ms). CPU per request: the CPU time (user + system) of the target's "
+    "whole process tree, and of PostgreSQL's cluster, over the step, divided by the requests answered (counted by "
+    "%s). Every target starts afresh each round and is warmed first: wrk, closed loop, %d connections for %g s on "
+    "each request (its rate is in the table below); then %g s idle. %d round%s, the targets' order rotated by one "
+    "each round; each figure is the median of the rounds with their min–max. PostgreSQL: the bench's own cluster "
+    "(synchronous_commit off), table fruits with %s rows, vacuumed and checkpointed before each target; the targets' "
+    "pools: %s.")
+
+
 def render(rec, s="fixed"):
     """Markdown lines of the fixed-load section, read through the record."""
     p = rec.params
     top = rec.need(s)
     reqs = requests_of(p)
     out = ["", "### %s: the database path at fixed loads, open loop" % s, "",
-           "Each target at a ladder of offered rates (%s requests/s), %g s a step, open loop: the C driver "
-           "(bench/ramp004/cdriver, one thread on the load CPU) sends at evenly spaced planned times whether or not "
-           "earlier requests were answered, and a request's latency runs from its planned send time, so that a stall "
-           "is counted, not hidden. Requests: %s. A step is sustained when its p99 is at most %g ms, at most %g %% of "
-           "its requests failed (timeout %g s) and it answered %.0f %% of the offered rate within the step; a ladder "
-           "stops at its first step that is not (✗); the knee is the highest rate sustained before it (≥: the ladder's "
-           "top, or the driver's limit: send lag p99 over %g ms). CPU per request: the CPU time (user + system) of the "
-           "target's whole process tree, and of PostgreSQL's cluster, over the step, divided by the requests answered "
-           "(counted by %s). Every target starts afresh each round and is warmed first: wrk, closed loop, %d "
-           "connections for %g s on each request (its rate is in the table below); then %g s idle. %d round%s, the targets' order rotated by one each round; each figure is the median of "
-           "the rounds with their min–max. PostgreSQL: the bench's own cluster (synchronous_commit off), table fruits "
-           "with %s rows, vacuumed and checkpointed before each target; the targets' pools: %s." % (
+           INTRO % (
                ", ".join(_k(r) for r in p["fx_rates"]), p["fx_step_s"],
                "; ".join("%s (%s)" % (r, fixed_load.REQUESTS[r]) for r in reqs), p["fx_p99_ms"],
                fixed_load.ERROR_PCT, p["fx_timeout_s"], 100 * fixed_load.ACHIEVED_FRACTION, p["fx_lag_ms"],
@@ -449,8 +455,9 @@ def s_fixed(runner, i):
     base_id = int(psql(pgdir, "-c", "SELECT coalesce(max(id), 0) FROM fruits"))
     part = runner.partition
     top = runner.results.setdefault("fixed", {})
-    top.update(rows=int(psql(pgdir, "-c", "SELECT count(*) FROM fruits")), pool=os.environ.get("POOL_SIZE", "8") +
-               " connections for a peer (POOL_SIZE), preon's configured pool",
+    top.update(rows=int(psql(pgdir, "-c", "SELECT count(*) FROM fruits")),
+               pool="a peer's %s connections (POOL_SIZE), preon's as configured (database.connections_per_thread: "
+               "4 on one thread)" % os.environ.get("POOL_SIZE", "8"),
                accounting=(part.accounting() if part is not None and part.enabled and part.accounting() else
                            "/proc process trees"))
     top["ceiling"] = ceiling(runner, driver, p["fx_rates"])
