@@ -167,7 +167,8 @@ class FramingTest(unittest.TestCase):
         cls.cases, cls.system, cls.classes = load()
         cls.deps = build_deps()
         cls.haproxy, cls.hadir = None, None
-        cls.preon = Preon(server_http2="false").start(probe="/hello")  # h2-preface: HTTP/2 off, as by default
+        # HTTP/2 off, as by default (h2-preface); a held connection outlives IDLE, so that it shows as "open"
+        cls.preon = Preon(server_http2="false", server_idle_timeout_ms=int(max(10, 3 * IDLE) * 1000)).start(probe="/hello")
         try:
             cls.start_haproxy()
         except BaseException:
