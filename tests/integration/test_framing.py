@@ -43,7 +43,8 @@ class Case:
     """One line of the corpus: expect and haproxy are the answers directly and through HAProxy (source build)."""
 
     def __init__(self, klass, name, expect, haproxy, data, line):
-        self.klass, self.name, self.expect, self.haproxy, self.data, self.line = klass, name, expect, haproxy, data, line
+        self.klass, self.name, self.expect, self.haproxy = klass, name, expect, haproxy
+        self.data, self.line = data, line
 
     def malformed(self):
         return self.expect.split()[0] in ("400", "501")
@@ -168,7 +169,8 @@ class FramingTest(unittest.TestCase):
         cls.deps = build_deps()
         cls.haproxy, cls.hadir = None, None
         # HTTP/2 off, as by default (h2-preface); a held connection outlives IDLE, so that it shows as "open"
-        cls.preon = Preon(server_http2="false", server_idle_timeout_ms=int(max(10, 3 * IDLE) * 1000)).start(probe="/hello")
+        cls.preon = Preon(server_http2="false",
+                          server_idle_timeout_ms=int(max(10, 3 * IDLE) * 1000)).start(probe="/hello")
         try:
             cls.start_haproxy()
         except BaseException:
@@ -226,7 +228,8 @@ class FramingTest(unittest.TestCase):
                  for c in self.cases if seen[c.name] not in self.expected(c)[leg].split(" / ")]
         if PRINT:
             print("\n".join("%-26s| %s" % (c.name, seen[c.name]) for c in self.cases))
-        self.assertFalse(wrong, "\n%s build, %s:\n%s" % (self.deps, ("directly", "through HAProxy")[leg], "\n".join(wrong)))
+        self.assertFalse(wrong, "\n%s build, %s:\n%s" % (self.deps, ("directly", "through HAProxy")[leg],
+                                                         "\n".join(wrong)))
 
     def test_corpus(self):
         """Every class has malformed cases and the valid forms beside them; the stock build's list is not empty."""
