@@ -6,6 +6,8 @@ Environment (set by tests/CMakeLists.txt and scripts/test.sh):
   PREON_REPO       the repository, for scripts/pg.sh and sql/
   PREON_TEST_PGDIR the shared PostgreSQL cluster started by scripts/test.sh
   PREON_SANITIZED  1 in the ASan+UBSan build (memory use is then the sanitizers', not preon's)
+  PREON_DEPS       source or system: h2o and libpq built from Debian's sources with preon's patches, or Debian's
+                   shared libraries as shipped (CMake's PREON_DEPS)
   PREON_WRAPPER    a command every preon runs under, e.g. valgrind and its options (the valgrind.* tests of
                    tests/CMakeLists.txt, label valgrind)
   PREON_SCALE      "long" for the long forms of the load and fault tests (bench/reliability.py)
