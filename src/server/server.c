@@ -12,6 +12,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "h2o.h"
+#include "h2o/http2.h"
 #include "preon/alloc.h"
 #include "cpus.h"
 #include "preon/errors.h"
@@ -342,6 +344,19 @@ static void exit_on_signal(const sigset_t *set, long ns)
     }
 }
 
+/* server.http2 as this binary applies it. auto, the default, is on where h2o bounds the requests a client may leave
+ * unanswered (H2O_HTTP2_RESET_BUDGET: preon's patch to h2o's source, scripts/sources/h2o/). Debian's binary
+ * libh2o-evloop does not: one connection could there open and reset streams without end, each starting a request
+ * (rapid reset, CVE-2023-44487), so there only true turns HTTP/2 on. */
+static int http2_on(const preon_config_t *cfg)
+{
+#ifdef H2O_HTTP2_RESET_BUDGET
+    return cfg->server.http2 != PREON_HTTP2_OFF;
+#else
+    return cfg->server.http2 == PREON_HTTP2_ON;
+#endif
+}
+
 static unsigned listeners_closed; /* first stop phase: how many threads have closed their listener */
 
 /*
@@ -369,10 +384,11 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
     thr->draining = 1;
     thr->drain_deadline = h2o_now(thr->loop) + (uint64_t)thr->cfg->server.shutdown_timeout_ms;
     close_listener(thr); /* already closed in the first phase, unless that timed out */
-    /* HTTP/2 connections get GOAWAY from h2o. Not for HTTP/1: h2o 2.2.5 then closes a connection after its current
-     * answer, dropping the pipelined requests it has read; on_req ends those connections itself, after the last. */
-    if (thr->cfg->server.http2)
-        h2o_context_request_shutdown(&thr->ctx);
+    /* HTTP/2 connections get GOAWAY from h2o's HTTP/2 side, told alone: h2o_context_request_shutdown would tell HTTP/1
+     * too, which then closes a connection after its current answer, dropping the pipelined requests it has read;
+     * on_req ends those connections itself, after the last. */
+    if (http2_on(thr->cfg) && globalconf.http2.callbacks.request_shutdown != NULL)
+        globalconf.http2.callbacks.request_shutdown(&thr->ctx);
 }
 
 /*
@@ -430,14 +446,33 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* Says once at start-up whether HTTP/2 is on, and whether rapid reset is bounded. */
+static void log_http2(const preon_config_t *cfg)
+{
+#ifdef H2O_HTTP2_RESET_BUDGET
+    if (http2_on(cfg))
+        preon_log_info("HTTP/2 on (cleartext: prior knowledge and the h2c upgrade); a connection may leave %d requests "
+                       "unanswered beyond those answered, then gets GOAWAY",
+                       H2O_HTTP2_RESET_BUDGET);
+#else
+    if (http2_on(cfg))
+        preon_log_warn("server.http2 is true, but this build's h2o (Debian's binary libh2o-evloop) does not bound HTTP/2 "
+                       "rapid reset (CVE-2023-44487): keep preon behind a proxy that does");
+    else if (cfg->server.http2 == PREON_HTTP2_AUTO)
+        preon_log_info("HTTP/2 off: this build's h2o (Debian's binary libh2o-evloop) does not bound HTTP/2 rapid reset; "
+                       "preon's build from source does");
+#endif
+}
+
 static void setup_globalconf(const preon_config_t *cfg)
 {
     h2o_config_init(&globalconf);
     /* No name here: h2o 2.2.5 would sprintf it into every head; preon's replies carry their Server header themselves
      * (reply.c). Only h2o's own answers to unparsable requests go without one. */
     globalconf.server_name = h2o_iovec_init(H2O_STRLIT(""));
-    /* h2o 2.2.5 predates the HTTP/2 rapid-reset fix (CVE-2023-44487): HTTP/1.1 only unless configured. */
-    globalconf.http1.upgrade_to_http2 = cfg->server.http2;
+    /* HTTP/2: a prior-knowledge preface or an h2c upgrade; without it a preface is a malformed HTTP/1 request (400) */
+    globalconf.http1.upgrade_to_http2 = http2_on(cfg);
+    globalconf.http2.idle_timeout = (uint64_t)cfg->server.idle_timeout_ms;
     globalconf.max_request_entity_size = (size_t)cfg->server.max_body_bytes;
     /* h2o's HTTP/1 "request timeout" is the time allowed for a request head, and for a keep-alive pause. */
     globalconf.http1.req_timeout = (uint64_t)cfg->server.idle_timeout_ms;
@@ -654,6 +689,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
         h2o_multithread_create_thread(&threads[i].tid, NULL, thread_main, &threads[i]);
     preon_log_info("preon %s listening on %s:%d with %u threads (open files limit %llu)", PREON_VERSION, cfg->server.listen,
                    cfg->server.port, nthreads, nofile);
+    log_http2(cfg);
     if (max_conns < (uint64_t)cfg->server.max_connections)
         preon_log_info("the open files limit (%llu) allows %llu client connections, fewer than server.max_connections "
                        "(%d): more are refused",
