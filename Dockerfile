@@ -1,21 +1,25 @@
 # SPDX-License-Identifier: MIT
 # preon's container image: a Debian 12 build stage, then a runtime stage FROM scratch holding only the stripped
-# binary, exactly the shared libraries `ldd` lists for it (with the loader), CA certificates, a passwd entry for
-# uid 10001, config/ and sql/. Configure it with PREON_* variables, e.g.
-# PREON_DATABASE_URL=postgresql://user:pw@db:5432/preon.
+# binary (h2o and libpq built from Debian's source packages with preon's patches and linked statically with Debian's
+# static jansson, libyaml and OpenSSL, as scripts/sources/build.sh and CMake do outside Docker), the glibc files `ldd`
+# lists for it (with the loader), CA certificates, a passwd entry for uid 10001, config/ and sql/. Configure it with
+# PREON_* variables, e.g. PREON_DATABASE_URL=postgresql://user:pw@db:5432/preon.
 #
-#   docker build -t preon .
+#   docker build --network host -t preon .    # the build stage fetches h2o's and postgresql-15's sources with apt
 #   docker run --rm -p 8080:8080 -e PREON_DATABASE_URL=postgresql://postgres@db/preon preon
-#   docker build --target slim -t preon:slim .    # the same on debian:bookworm-slim (apt, a shell, dpkg data)
+#   docker build --network host --target slim -t preon:slim .    # the same on debian:bookworm-slim (apt, a shell)
 #
 # tests/image/test_docker_image.py builds both, checks the default one and prints both sizes (README, "Image").
 
 FROM debian:bookworm AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends cmake make gcc libc6-dev pkg-config ca-certificates \
-        libh2o-evloop-dev libpq-dev libssl-dev libjansson-dev libyaml-dev \
+ && apt-get install -y --no-install-recommends cmake make gcc libc6-dev pkg-config ca-certificates dpkg-dev patch \
+        libssl-dev zlib1g-dev libjansson-dev libyaml-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# h2o and libpq from Debian's source packages, patched: a layer of its own, built again only when the patches change
+COPY scripts/sources ./scripts/sources
+RUN scripts/sources/build.sh && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY include ./include
 COPY src ./src

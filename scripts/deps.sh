@@ -11,7 +11,7 @@ build=(cmake make gcc pkg-config dpkg-dev patch libssl-dev zlib1g-dev libjansson
 # the stock build (-DPREON_DEPS=system), which the test command also builds: Debian's shared h2o and libpq
 stock=(libh2o-evloop-dev libpq-dev)
 run=(postgresql-15 postgresql-client-15 curl)
-test=(libcmocka-dev python3 python3-prometheus-client python3-venv util-linux wrk siege debootstrap docker.io binutils clang libclang-rt-14-dev valgrind clang-format git openssl strace linux-perf)
+test=(libcmocka-dev python3 python3-prometheus-client python3-h2 python3-venv util-linux wrk siege debootstrap docker.io binutils clang libclang-rt-14-dev valgrind clang-format git openssl strace linux-perf)
 # bench/peers/: their build.sh install these too (Go, when none is on PATH, is Debian's; go.mod's toolchain then
 # comes from the Go module proxy); the test command has them at hand
 peers=(maven openjdk-17-jdk-headless ca-certificates)

@@ -56,7 +56,7 @@ void preon_log_access(const char *method, size_t method_len, const char *path, s
 
 #define PREON_LOG(level, ...)                                                                                                      \
     do {                                                                                                                           \
-        if ((level) <= __atomic_load_n(&preon_log_level, __ATOMIC_RELAXED))                                                        \
+        if ((int)(level) <= (int)__atomic_load_n(&preon_log_level, __ATOMIC_RELAXED))                                              \
             preon_log_write((level), __VA_ARGS__);                                                                                 \
     } while (0)
 #define preon_log_error(...) PREON_LOG(PREON_LOG_ERROR, __VA_ARGS__)

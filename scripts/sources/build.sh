@@ -36,6 +36,9 @@ case "$flavor" in
     *) echo "$0: unknown flavor '$flavor' (release or sanitize)" >&2; exit 2 ;;
 esac
 cc=${CC:-cc}
+# Called from CMake, maybe itself under make: the makes below are top-level ones (PostgreSQL's makefiles generate their
+# headers only when MAKELEVEL says so, and an inherited jobserver would not be theirs).
+unset MAKELEVEL MAKEFLAGS MFLAGS
 
 # The cache key: everything that decides what is built.
 key=$( (cat "$0"; for pkg in h2o postgresql-15; do cat "$HERE/$pkg/series"; while read -r p; do
@@ -145,21 +148,18 @@ mkdir pg && cd pg
 chown _apt "$work/pg" 2>/dev/null || true
 pg_version=$(fetch postgresql-15)
 unpack postgresql-15
-mkdir build && cd build
+cd src-postgresql-15 # built in its own tree: the release's generated headers are found there
 # Debian's own settings where libpq reads them (pg_service.conf under /etc/postgresql-common, the socket folder
 # /var/run/postgresql from Debian's patch); without GSSAPI, LDAP, readline, zlib, ICU and NLS, none of which libpq
 # in preon uses (what that drops: docs/architecture.md).
-../src-postgresql-15/configure CC="$cc" CFLAGS="$cflags" --sysconfdir=/etc/postgresql-common --with-openssl \
+./configure CC="$cc" CFLAGS="$cflags" --sysconfdir=/etc/postgresql-common --with-openssl \
     --without-gssapi --without-ldap --without-readline --without-zlib --without-icu --without-llvm --disable-nls \
     >build.log 2>&1 || { tail -n 40 build.log >&2; exit 1; }
-{
-    make -C src/port -j"$(nproc)" libpgport_shlib.a
-    make -C src/common -j"$(nproc)" libpgcommon_shlib.a
-    make -C src/interfaces/libpq -j"$(nproc)" libpq.a
-} >>build.log 2>&1 || { tail -n 40 build.log >&2; exit 1; }
+# libpq's own target builds what it needs first (the generated headers, libpgport's and libpgcommon's _shlib flavors)
+make -C src/interfaces/libpq -j"$(nproc)" >>build.log 2>&1 || { tail -n 40 build.log >&2; exit 1; }
 cp src/interfaces/libpq/libpq.a src/common/libpgcommon_shlib.a src/port/libpgport_shlib.a "$stage/lib/"
-cp ../src-postgresql-15/src/interfaces/libpq/libpq-fe.h ../src-postgresql-15/src/interfaces/libpq/libpq-events.h \
-    ../src-postgresql-15/src/include/postgres_ext.h src/include/pg_config_ext.h "$stage/include/"
+cp src/interfaces/libpq/libpq-fe.h src/interfaces/libpq/libpq-events.h src/include/postgres_ext.h \
+    src/include/pg_config_ext.h "$stage/include/"
 cd "$work"
 
 {
