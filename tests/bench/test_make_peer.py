@@ -60,5 +60,29 @@ class MakePeerTest(unittest.TestCase):
         self.assertEqual(t.argv[:2], ["sh", "-c"])
 
 
+class PeerNamesTest(unittest.TestCase):
+    """Every folder of bench/peers/ with a run.sh is a target by its name (`--target quarkus-jib` once failed with
+    "bad target field"); a name that is no folder's is still refused."""
+
+    def test_every_peer_folder_is_a_target(self):
+        real = os.path.join(HERE, "..", "..", "bench", "peers")
+        names = sorted(n for n in os.listdir(real) if os.path.isfile(os.path.join(real, n, "run.sh")))
+        self.assertIn("quarkus-jib", names)
+        self.assertIn("quarkus-native-micro", names)
+        for n in names:
+            self.assertIn(n, run.PEER_TARGETS, "bench/run.py's PEER_TARGETS does not know %s" % n)
+            self.assertEqual(run.parse_target(n)["peer"], n)
+
+    def test_a_folder_of_its_own_with_run_sh(self):
+        d = os.path.join(PEERS, "custom")
+        os.makedirs(d, exist_ok=True)
+        script(os.path.join(d, "run.sh"), "exec sleep 30")
+        spec = run.parse_target("custom")
+        self.assertEqual((spec["name"], spec["peer"]), ("custom", "custom"))
+        self.assertNotIn("artifact", spec)
+        with self.assertRaisesRegex(ValueError, "bad target field 'no-such-peer'"):
+            run.parse_target("no-such-peer")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
