@@ -8,7 +8,8 @@ of PostgreSQL (their cgroups under --partition: every thread and child, exited o
 target's peak RSS during the step. The roles are on CPUs of their own (run.py's default for this scenario: the driver
 on the first CPU, the target and PostgreSQL on the rest, no quota). Every target starts fresh in each round, is
 warmed (wrk, closed loop, fx_warmup_conns connections for fx_warmup_s on each request: stated in the report), idles
-fx_idle_s (its CPU then is recorded), then climbs the three ladders; fx_rounds rounds, the targets' order rotated by
+until at rest (fx_idle_s windows until one under fx_quiet_pct % of a CPU, at most fx_quiet_max_s: its CPU then is
+recorded), then climbs the three ladders; fx_rounds rounds, the targets' order rotated by
 one each round; every figure of the report is the median of the rounds with their min–max. The driver's own ceiling
 is measured first: the same /hello ladder against the bare epoll responder on the target's CPUs."""
 import os
@@ -29,11 +30,13 @@ from .published import postmaster_pid
 # the driver's send lag (p99) beyond which a step measured the driver, not the target.
 FULL = {"fx_rates": [500, 1000, 2000, 4000, 8000, 16000, 32000], "fx_step_s": 5, "fx_warmup_s": 10,
         "fx_warmup_conns": 8, "fx_common": 1000, "fx_p99_ms": 50.0, "fx_lag_ms": 10.0, "fx_timeout_s": 2,
-        "fx_max_conns": 256, "fx_rounds": 3, "fx_requests": "hello,fruits,write", "fx_idle_s": 2,
+        "fx_max_conns": 256, "fx_rounds": 3, "fx_requests": "hello,fruits,write", "fx_idle_s": 1,
+        "fx_quiet_pct": 2.0, "fx_quiet_max_s": 20,
         "fx_ceiling_extra": 3}
 QUICK = {"fx_rates": [200, 400], "fx_step_s": 1, "fx_warmup_s": 1, "fx_warmup_conns": 8, "fx_common": 200,
          "fx_p99_ms": 50.0, "fx_lag_ms": 10.0, "fx_timeout_s": 2, "fx_max_conns": 64, "fx_rounds": 1,
-         "fx_requests": "hello,fruits,write", "fx_idle_s": 0.3, "fx_ceiling_extra": 0}
+         "fx_requests": "hello,fruits,write", "fx_idle_s": 0.3, "fx_quiet_pct": 2.0,
+         "fx_quiet_max_s": 1, "fx_ceiling_extra": 0}
 params(FULL, QUICK)
 WRITE_LUA = os.path.join(HERE, "wrk", "write.lua")
 LABELS = {"hello": "GET /hello", "fruits": "the read: GET /fruits", "write": "the write: POST /fruits + DELETE"}
@@ -128,11 +131,7 @@ def one_round(runner, t, rnd, driver, base_id):
         out["warmup"][req] = warm_up(t, req, p["fx_warmup_s"], p["fx_warmup_conns"])
     out["warmup_peak_rss_kb"] = rss_kb(meter.pid, "VmHWM")
     tidy(pgdir, base_id)  # the rows of POSTs whose DELETE wrk did not send before it stopped
-    c0 = meter.read()
-    time.sleep(p["fx_idle_s"])
-    c1 = meter.read()
-    out["idle"] = {"s": p["fx_idle_s"], "target_cpu_pct": _pct(c0[0], c1[0], p["fx_idle_s"]),
-                   "pg_cpu_pct": _pct(c0[1], c1[1], p["fx_idle_s"])}
+    out["idle"] = settle_down(meter, p["fx_idle_s"], p["fx_quiet_pct"], p["fx_quiet_max_s"])
     for req in requests_of(p):
         out["ladders"][req] = ladder(runner, t, meter, driver, req, p["fx_rates"], "r%d" % rnd)
     out["peak_rss_kb"] = max([s.get("peak_rss_kb") or 0 for ss in out["ladders"].values() for s in ss]
@@ -150,6 +149,22 @@ def warm_up(t, request, seconds, conns):
     r = wrk(t.url + path, conns, seconds, threads=1, script=WRITE_LUA if request == "write" else None)
     return {"s": seconds, "conns": conns, "rps": r.get("rps"), "non2xx": r.get("non2xx"),
             "socket_errors": r.get("socket_errors")}
+
+
+def settle_down(meter, window_s, quiet_pct, max_s):
+    """After the warm-up, the target at rest: windows of `window_s` until one in which it used under `quiet_pct` % of
+    a CPU (a JVM still compiling what the warm-up made hot, a collector still shrinking its heap, is not at rest), at
+    most `max_s` s. Returns the last window's CPU % of the target and of PostgreSQL, and how long it took."""
+    t0 = time.monotonic()
+    while True:
+        c0 = meter.read()
+        time.sleep(window_s)
+        c1 = meter.read()
+        idle = {"s": window_s, "target_cpu_pct": _pct(c0[0], c1[0], window_s), "pg_cpu_pct": _pct(c0[1], c1[1], window_s),
+                "settled_s": round(time.monotonic() - t0, 1)}
+        if idle["target_cpu_pct"] is None or idle["target_cpu_pct"] < quiet_pct or idle["settled_s"] >= max_s:
+            idle["quiet"] = idle["target_cpu_pct"] is not None and idle["target_cpu_pct"] < quiet_pct
+            return idle
 
 
 def _pct(a, b, seconds):
@@ -364,7 +379,8 @@ INTRO = (
     "top, or the driver's limit: send lag p99 over %g ms). CPU per request: the CPU time (user + system) of the target's "
     "whole process tree, and of PostgreSQL's cluster, over the step, divided by the requests answered (counted by "
     "%s). Every target starts afresh each round and is warmed first: wrk, closed loop, %d connections for %g s on "
-    "each request (its rate is in the table below); then %g s idle. %d round%s, the targets' order rotated by one "
+    "each request (its rate is in the table below); then at rest: %g-s windows until one in which it used under "
+    "%g %% of a CPU (a JVM still compiling, a collector still at work, is not at rest), at most %g s. %d round%s, the targets' order rotated by one "
     "each round; each figure is the median of the rounds with their min–max. PostgreSQL: the bench's own cluster "
     "(synchronous_commit off), table fruits with %s rows, vacuumed and checkpointed before each target; the targets' "
     "pools: %s.")
@@ -380,7 +396,8 @@ def render(rec, s="fixed"):
                ", ".join(_k(r) for r in p["fx_rates"]), p["fx_step_s"],
                "; ".join("%s (%s)" % (r, fixed_load.REQUESTS[r]) for r in reqs), p["fx_p99_ms"],
                fixed_load.ERROR_PCT, p["fx_timeout_s"], 100 * fixed_load.ACHIEVED_FRACTION, p["fx_lag_ms"],
-               top.get("accounting", "?"), p["fx_warmup_conns"], p["fx_warmup_s"], p["fx_idle_s"], p["fx_rounds"],
+               top.get("accounting", "?"), p["fx_warmup_conns"], p["fx_warmup_s"], p["fx_idle_s"],
+               p["fx_quiet_pct"], p["fx_quiet_max_s"], p["fx_rounds"],
                "s" * (p["fx_rounds"] > 1), "{:,}".format(top["rows"]), top.get("pool", "8 connections")), ""]
     out += ["#### CPU per request and p99 at %s/s, and each ladder's knee" % _k(p["fx_common"]), "",
             headline_table(rec, s).rstrip("\n"), ""]
@@ -403,9 +420,13 @@ def render(rec, s="fixed"):
             idle = spread(r["idle"]["target_cpu_pct"] for r in rs)
             pg_idle = spread(r["idle"]["pg_cpu_pct"] for r in rs)
             left = [r["rows_left"] for r in rs]
-            out.append("- %s: started in %s s (to a first database answer); idle after the warm-up %s %% of a CPU "
-                       "(PostgreSQL %s %%)%s." % (
-                           n, fmt(spread(r["start_s"] for r in rs), "%.2f"), fmt(idle, "%.1f"), fmt(pg_idle, "%.1f"),
+            settled = spread(r["idle"]["settled_s"] for r in rs)
+            loud = sum(1 for r in rs if not r["idle"]["quiet"])
+            out.append("- %s: started in %s s (to a first database answer); at rest %s s after the warm-up, then %s %% "
+                       "of a CPU (PostgreSQL %s %%)%s%s." % (
+                           n, fmt(spread(r["start_s"] for r in rs), "%.2f"), fmt(settled, "%.0f"), fmt(idle, "%.1f"),
+                           fmt(pg_idle, "%.1f"), "; **not at rest within %g s in %d round%s**" % (
+                               p["fx_quiet_max_s"], loud, "s" * (loud > 1)) if loud else "",
                            "; rows its writes left in the table: %s" % left if any(left) else ""))
     for req in reqs:
         out += ["", "#### %s: p99 at each offered rate" % LABELS[req], "", ladder_table(rec, s, req).rstrip("\n")]
@@ -464,7 +485,7 @@ def s_fixed(runner, i):
     done = {t.name: [] for t in runner.targets}
     failed = {t.name: [] for t in runner.targets}
     n = p["fx_rounds"]
-    eta = 3 * (p["fx_warmup_s"] + len(p["fx_rates"]) * (p["fx_step_s"] + 0.5)) + p["fx_idle_s"] + 10
+    eta = 3 * (p["fx_warmup_s"] + len(p["fx_rates"]) * (p["fx_step_s"] + 0.5)) + p["fx_quiet_max_s"] / 2 + 10
     for rnd in range(n):
         def one(t, rnd=rnd):
             try:

@@ -74,7 +74,8 @@ def made_up():
                      for r in RATES if r <= knee_at * 2] for req in ("hello", "fruits", "write")}
         return {"start_s": 0.5, "accounting": {"target": "cgroup v1 cpuacct", "postgres": "cgroup v1 cpuacct"},
                 "warmup": {req: {"s": 1, "conns": 8, "rps": 5000.0 * scale, "non2xx": 0, "socket_errors": 0}
-                           for req in lad}, "warmup_peak_rss_kb": 9000, "idle": {"s": 2, "target_cpu_pct": 0.5, "pg_cpu_pct": 0.1},
+                           for req in lad}, "warmup_peak_rss_kb": 9000,
+                "idle": {"s": 1, "target_cpu_pct": 0.5, "pg_cpu_pct": 0.1, "settled_s": 3.0, "quiet": True},
                 "ladders": lad, "peak_rss_kb": 10240, "rows_left": 0}
     params = dict(fixed.QUICK, fx_rates=RATES, fx_common=100, fx_rounds=3)
     return {"date": "2026-12-05 00:00:00 UTC", "cpus": 2, "quick": False, "targets": ["a", "b", "c"], "params": params,
