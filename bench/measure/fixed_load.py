@@ -11,15 +11,17 @@ lag is counted in full, Gil Tene's coordinated-omission rule). A request is one 
   write   POST /fruits with a new fruit, then DELETE /fruits/{its id} when the POST is answered: a write is two
           requests, and the offered rate counts requests (rate / 2 pairs arrive per second)
 
-A step is sustained when its p99 is within the bound, no more than ERROR_PCT of its requests failed, and it
+A ladder doubles its rate from step to step; where it fails, one more step at REFINE times the last rate it
+sustained halves the knee's uncertainty. A step is sustained when its p99 is within the bound, no more than ERROR_PCT of its requests failed, and it
 answered at least ACHIEVED_FRACTION of the offered rate within the step's own time. A step whose driver send lag
 (p99) passed the driver's bound measured the driver, not the target. A ladder stops at its first step that is
-not sustained; its knee is the highest rate sustained before that (the true one lies between it and the next rate).
+not sustained (and its refinement); its knee is the highest rate sustained below the lowest that was not.
 """
 from . import ramp_open
 
 REQUESTS = {"hello": "GET /hello", "fruits": "GET /fruits", "write": "POST /fruits, then DELETE /fruits/{id}"}
 ERROR_PCT = 1.0
+REFINE = 1.5
 ACHIEVED_FRACTION = 0.95
 # KO causes that are no HTTP answer at all: such a request is not divided into the CPU time (nothing was served)
 NO_ANSWER = ("timeout", "refused", "reset", "other")
@@ -78,12 +80,15 @@ def judge(step, p99_bound_ms, lag_bound_ms):
 
 
 def knee(steps, rates):
-    """A ladder's knee: {"rate": the highest sustained rate before the first step that was not (None when the first
-    was not), "limit": "target" (the next step failed), "driver" (the next failed because the driver fell behind),
-    "ladder" (every rate of the ladder was sustained: the knee is higher)}."""
-    best = None
-    for s in steps:
-        if s.get("verdict"):
-            return {"rate": best, "limit": "driver" if "driver fell behind" in s["verdict"] else "target"}
-        best = s["rate"]
-    return {"rate": best, "limit": "ladder" if len(steps) >= len(rates) else "target"}
+    """A ladder's knee: {"rate": the highest sustained rate below the lowest rate that was not sustained (None when
+    none below it was), "limit": "target" (a step above it failed), "driver" (the lowest failed because the driver
+    fell behind), "ladder" (every rate of the ladder was sustained: the knee is higher)}. The steps may hold a
+    refinement between the last sustained rate of the ladder and the first that failed (REFINE)."""
+    failed = [s for s in steps if s.get("verdict")]
+    if not failed:
+        return {"rate": max((s["rate"] for s in steps), default=None),
+                "limit": "ladder" if len(steps) >= len(rates) else "target"}
+    low = min(failed, key=lambda s: s["rate"])
+    below = [s["rate"] for s in steps if not s.get("verdict") and s["rate"] < low["rate"]]
+    return {"rate": max(below, default=None),
+            "limit": "driver" if "driver fell behind" in low["verdict"] else "target"}

@@ -28,7 +28,7 @@ from .published import postmaster_pid
 # fx_rates: the ladder, requests/s, the same for every target and request; fx_common: the rate at which every
 # target's CPU per request is compared (one every stack sustains); fx_p99_ms: the bound of "sustained"; fx_lag_ms:
 # the driver's send lag (p99) beyond which a step measured the driver, not the target.
-FULL = {"fx_rates": [500, 1000, 2000, 4000, 8000, 16000, 32000], "fx_step_s": 5, "fx_warmup_s": 10,
+FULL = {"fx_rates": [500, 1000, 2000, 4000, 8000, 16000, 32000, 64000], "fx_step_s": 5, "fx_warmup_s": 10,
         "fx_warmup_conns": 8, "fx_common": 1000, "fx_p99_ms": 50.0, "fx_lag_ms": 10.0, "fx_timeout_s": 2,
         "fx_max_conns": 256, "fx_rounds": 3, "fx_requests": "hello,fruits,write", "fx_idle_s": 1,
         "fx_quiet_pct": 2.0, "fx_quiet_max_s": 20,
@@ -107,14 +107,23 @@ def step(runner, t, meter, driver, request, rate, seconds, tag):
     return st
 
 
-def ladder(runner, t, meter, driver, request, rates, tag):
-    """The steps of one ladder, up to and with the first that is not sustained."""
+def ladder(runner, t, meter, driver, request, rates, tag, refine=True):
+    """The steps of one ladder, up to and with the first that is not sustained; then, after a rest, one step at
+    fixed_load.REFINE times the last rate sustained (marked "refine"); then a rest again, so that an overload does not
+    spill into what comes next."""
+    p = runner.p
     steps = []
     for rate in rates:
-        steps.append(step(runner, t, meter, driver, request, rate, runner.p["fx_step_s"], "%s-%s-%d" % (tag, request,
-                                                                                                        rate)))
+        steps.append(step(runner, t, meter, driver, request, rate, p["fx_step_s"], "%s-%s-%d" % (tag, request, rate)))
         if steps[-1]["verdict"] or not t.alive():
             break
+    if refine and len(steps) > 1 and steps[-1]["verdict"] and t.alive():
+        settle_down(meter, p["fx_idle_s"], p["fx_quiet_pct"], p["fx_quiet_max_s"] / 2)
+        rate = int(steps[-2]["rate"] * fixed_load.REFINE)
+        steps.append(dict(step(runner, t, meter, driver, request, rate, p["fx_step_s"], "%s-%s-%d" % (
+            tag, request, rate)), refine=True))
+    if t.alive():
+        settle_down(meter, p["fx_idle_s"], p["fx_quiet_pct"], p["fx_quiet_max_s"] / 2)
     return steps
 
 
@@ -185,7 +194,7 @@ def ceiling(runner, driver, rates):
     try:
         bare.start(timeout=10)
         meter = Meter(runner, bare)
-        steps = ladder(runner, bare, meter, driver, "hello", list(rates) + extra, "ceiling")
+        steps = ladder(runner, bare, meter, driver, "hello", list(rates) + extra, "ceiling", refine=False)
     finally:
         bare.stop()
     return {"responder": "bench/limit/epoll_hello.c, %d thread%s, in the target's set" % (threads, "s" * (threads > 1)),
@@ -350,10 +359,8 @@ def ladder_table(rec, s, req):
 def detail_table(rec, s, n, req):
     """Target n's ladder of `req`: each rate's figures, the median of the rounds that reached it (how many)."""
     rows = []
-    for rate in rec.need("params", "fx_rates"):
+    for rate in sorted({st["rate"] for r in rounds(rec, s, n) for st in r["ladders"].get(req, [])}):
         steps = at(rec, s, n, req, rate)
-        if not steps:
-            continue
 
         def med(key, f, scale=1.0):
             sp = spread(None if st.get(key) is None else st[key] * scale for st in steps)
@@ -376,7 +383,8 @@ INTRO = (
     "that a stall is counted, not hidden. Requests: %s. A step is sustained when its p99 is at most %g ms, at most "
     "%g %% of its requests failed (timeout %g s) and it answered %.0f %% of the offered rate within the step; a ladder "
     "stops at its first step that is not (✗); the knee is the highest rate sustained before it (≥: the ladder's "
-    "top, or the driver's limit: send lag p99 over %g ms). CPU per request: the CPU time (user + system) of the target's "
+    "top, or the driver's limit: send lag p99 over %g ms); where a ladder failed, one more step at 1.5 times the "
+    "last rate it sustained (the target at rest again first) halves the knee's uncertainty. CPU per request: the CPU time (user + system) of the target's "
     "whole process tree, and of PostgreSQL's cluster, over the step, divided by the requests answered (counted by "
     "%s). Every target starts afresh each round and is warmed first: wrk, closed loop, %d connections for %g s on "
     "each request (its rate is in the table below); then at rest: %g-s windows until one in which it used under "

@@ -52,6 +52,9 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(fixed_load.knee([st(100), st(200), st(400)], RATES), {"rate": 400, "limit": "ladder"})
         self.assertEqual(fixed_load.knee([st(100), st(200, lag=30, p99=60)], RATES), {"rate": 100, "limit": "driver"})
         self.assertEqual(fixed_load.knee([st(100, errors=100)], RATES), {"rate": None, "limit": "target"})
+        # the refinement between the last rate sustained and the first that failed
+        self.assertEqual(fixed_load.knee([st(100), st(200), st(400, p99=900), st(300)], RATES)["rate"], 300)
+        self.assertEqual(fixed_load.knee([st(100), st(200), st(400, p99=900), st(300, p99=70)], RATES)["rate"], 200)
 
     def test_a_write_is_two_requests(self):
         argv = fixed_load.driver_argv("d", "http://127.0.0.1:1", "write", 1000, 5, 2, 64)
