@@ -28,7 +28,7 @@ from .published import postmaster_pid
 # fx_rates: the ladder, requests/s, the same for every target and request; fx_common: the rate at which every
 # target's CPU per request is compared (one every stack sustains); fx_p99_ms: the bound of "sustained"; fx_lag_ms:
 # the driver's send lag (p99) beyond which a step measured the driver, not the target.
-FULL = {"fx_rates": [500, 1000, 2000, 4000, 8000, 16000, 32000, 64000], "fx_step_s": 5, "fx_warmup_s": 10,
+FULL = {"fx_rates": [1000, 2000, 4000, 8000, 16000, 32000, 64000], "fx_step_s": 4, "fx_warmup_s": 10,
         "fx_warmup_conns": 8, "fx_common": 1000, "fx_p99_ms": 50.0, "fx_lag_ms": 10.0, "fx_timeout_s": 2,
         "fx_max_conns": 256, "fx_rounds": 3, "fx_requests": "hello,fruits,write", "fx_idle_s": 1,
         "fx_quiet_pct": 2.0, "fx_quiet_max_s": 20,
