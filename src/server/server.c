@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "h2o.h"
+#include "h2o/http1.h"
 #include "h2o/http2.h"
 #include "preon/alloc.h"
 #include "cpus.h"
@@ -131,9 +132,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     preon_thread_t *thr = preon_thread_of(req);
     size_t napp = service->nroutes;
     (void)self;
-    /* During a drain the connection closes after this answer, so that clients move to another instance; unless the
-     * client has already sent more (pipelined requests, in h2o's buffer or the socket's): those are answered first,
-     * the last with the close. */
+#ifndef H2O_HTTP1_GRACEFUL_SHUTDOWN
+    /* Debian's h2o (-DPREON_DEPS=system): during a drain the connection closes after this answer, so that clients move
+     * to another instance, unless the client has already sent more (pipelined requests, in h2o's buffer or the
+     * socket's): those are answered first, the last with the close. A guess from outside h2o: its buffer still holds
+     * the request being answered, so a client without pipelined requests is told to close only by the closed pool's
+     * 503. The source build decides it inside h2o (scripts/sources/h2o/24-http1-graceful-shutdown.patch). */
     if (thr->draining) {
         h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
         int unread = 0;
@@ -143,6 +147,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         if (sock == NULL || ((sock->input == NULL || sock->input->size == 0) && unread == 0))
             req->http1_is_persistent = 0;
     }
+#endif
     thr->last_request_ns = preon_now_ns();
     unsigned own = own_route(thr->cfg, req->path_normalized);
     keep_route(req, own == PREON_ROUTE__EXTRA ? napp + PREON_ROUTE_UNMATCHED : napp + own);
@@ -384,11 +389,16 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
     thr->draining = 1;
     thr->drain_deadline = h2o_now(thr->loop) + (uint64_t)thr->cfg->server.shutdown_timeout_ms;
     close_listener(thr); /* already closed in the first phase, unless that timed out */
-    /* HTTP/2 connections get GOAWAY from h2o's HTTP/2 side, told alone: h2o_context_request_shutdown would tell HTTP/1
-     * too, which then closes a connection after its current answer, dropping the pipelined requests it has read;
-     * on_req ends those connections itself, after the last. */
+#ifdef H2O_HTTP1_GRACEFUL_SHUTDOWN
+    /* HTTP/2 connections get GOAWAY; an HTTP/1 connection closes after the answer to the last request its client has
+     * sent (scripts/sources/h2o/24-http1-graceful-shutdown.patch). */
+    h2o_context_request_shutdown(&thr->ctx);
+#else
+    /* HTTP/2 connections get GOAWAY from h2o's HTTP/2 side, told alone: Debian's h2o would close an HTTP/1 connection
+     * after its current answer, dropping the pipelined requests it has read; on_req ends those connections itself. */
     if (http2_on(thr->cfg) && globalconf.http2.callbacks.request_shutdown != NULL)
         globalconf.http2.callbacks.request_shutdown(&thr->ctx);
+#endif
 }
 
 /*
