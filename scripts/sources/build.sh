@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$flavor" in
-    release) cflags="-O2 -g0 -ffunction-sections -fdata-sections" ;;
+    release) cflags="-O2 -g0" ;;
     sanitize) cflags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DH2O_PREON_NO_RECYCLE" ;;
     *) echo "$0: unknown flavor '$flavor' (release or sanitize)" >&2; exit 2 ;;
 esac

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "h2o.h"
+#include "h2o/http1.h"
 #include "h2o/http2.h"
 #include "preon/alloc.h"
 #include "cpus.h"
@@ -81,15 +82,15 @@ static unsigned add_pool(preon_db_stats_t *sum, const preon_db_counters_t *c)
 static preon_snapshot_t *take_snapshot(h2o_req_t *req)
 {
     preon_snapshot_t *s = h2o_mem_alloc_pool(&req->pool, sizeof(*s));
-    preon_snapshot_init(s, &req->pool, nroutes, service->nstatements);
-    s->cfg = preon_thread_of(req)->cfg;
+    preon__snapshot_init(s, &req->pool, nroutes, service->nstatements);
+    s->cfg = preon__thread_of(req)->cfg;
     s->route_labels = route_labels;
     s->statements = service->statements;
     s->nthreads = nthreads;
     s->draining = __atomic_load_n(&draining, __ATOMIC_RELAXED);
     s->has_read_pool = s->cfg->database.read_url[0] != '\0';
     for (unsigned t = 0; t < nthreads; t++) {
-        preon_snapshot_add_http(s, &threads[t].http);
+        preon__snapshot_add_http(s, &threads[t].http);
         preon_db_counters_collect(&threads[t].db_counters, s->queries, s->query_durations);
         preon_db_counters_collect(&threads[t].db_read_counters, s->queries, s->query_durations);
         s->threads_without_db += add_pool(&s->db, &threads[t].db_counters) == 0;
@@ -100,7 +101,7 @@ static preon_snapshot_t *take_snapshot(h2o_req_t *req)
 
 void *preon_service_state(h2o_req_t *req)
 {
-    return preon_thread_of(req)->app;
+    return preon__thread_of(req)->app;
 }
 
 /*
@@ -128,12 +129,15 @@ static size_t kept_route(const h2o_req_t *req, size_t none)
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_thread_t *thr = preon__thread_of(req);
     size_t napp = service->nroutes;
     (void)self;
-    /* During a drain the connection closes after this answer, so that clients move to another instance; unless the
-     * client has already sent more (pipelined requests, in h2o's buffer or the socket's): those are answered first,
-     * the last with the close. */
+#ifndef H2O_HTTP1_GRACEFUL_SHUTDOWN
+    /* Debian's h2o (-DPREON_DEPS=system): during a drain the connection closes after this answer, so that clients move
+     * to another instance, unless the client has already sent more (pipelined requests, in h2o's buffer or the
+     * socket's): those are answered first, the last with the close. A guess from outside h2o: its buffer still holds
+     * the request being answered, so a client without pipelined requests is told to close only by the closed pool's
+     * 503. The source build decides it inside h2o (scripts/sources/h2o/24-http1-graceful-shutdown.patch). */
     if (thr->draining) {
         h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
         int unread = 0;
@@ -143,6 +147,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         if (sock == NULL || ((sock->input == NULL || sock->input->size == 0) && unread == 0))
             req->http1_is_persistent = 0;
     }
+#endif
     thr->last_request_ns = preon_now_ns();
     unsigned own = own_route(thr->cfg, req->path_normalized);
     keep_route(req, own == PREON_ROUTE__EXTRA ? napp + PREON_ROUTE_UNMATCHED : napp + own);
@@ -156,21 +161,21 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if ((preon_method_bit(req->method.base, req->method.len) & (PREON_M_GET | PREON_M_HEAD)) == 0)
         preon_reply_method_not_allowed(req, PREON_M_GET | PREON_M_HEAD); /* read-only resources */
     else if (own == PREON_ROUTE_LIVE)
-        preon_health_live_reply(req);
+        preon__health_live_reply(req);
     else if (own == PREON_ROUTE_READY)
-        preon_health_ready_reply(req, take_snapshot(req));
+        preon__health_ready_reply(req, take_snapshot(req));
     else
-        preon_metrics_reply(req, take_snapshot(req));
+        preon__metrics_reply(req, take_snapshot(req));
     return 0;
 }
 
 /* h2o calls each path's loggers once per request, from h2o_dispose_request: the one place a request is counted. */
 static void on_log_access(h2o_logger_t *self, h2o_req_t *req)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_thread_t *thr = preon__thread_of(req);
     size_t route = kept_route(req, service->nroutes + PREON_ROUTE_UNMATCHED);
     (void)self;
-    preon_observe_request(&thr->http, thr->cfg, thr->index, (unsigned)route, req);
+    preon__observe_request(&thr->http, thr->cfg, thr->index, (unsigned)route, req);
 }
 
 static int open_listener(const preon_config_t *cfg, char *err, size_t errlen)
@@ -384,11 +389,16 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
     thr->draining = 1;
     thr->drain_deadline = h2o_now(thr->loop) + (uint64_t)thr->cfg->server.shutdown_timeout_ms;
     close_listener(thr); /* already closed in the first phase, unless that timed out */
-    /* HTTP/2 connections get GOAWAY from h2o's HTTP/2 side, told alone: h2o_context_request_shutdown would tell HTTP/1
-     * too, which then closes a connection after its current answer, dropping the pipelined requests it has read;
-     * on_req ends those connections itself, after the last. */
+#ifdef H2O_HTTP1_GRACEFUL_SHUTDOWN
+    /* HTTP/2 connections get GOAWAY; an HTTP/1 connection closes after the answer to the last request its client has
+     * sent (scripts/sources/h2o/24-http1-graceful-shutdown.patch). */
+    h2o_context_request_shutdown(&thr->ctx);
+#else
+    /* HTTP/2 connections get GOAWAY from h2o's HTTP/2 side, told alone: Debian's h2o would close an HTTP/1 connection
+     * after its current answer, dropping the pipelined requests it has read; on_req ends those connections itself. */
     if (http2_on(thr->cfg) && globalconf.http2.callbacks.request_shutdown != NULL)
         globalconf.http2.callbacks.request_shutdown(&thr->ctx);
+#endif
 }
 
 /*
@@ -576,7 +586,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->accept_ctx.hosts = globalconf.hosts;
     h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
     h2o_multithread_register_receiver(thr->ctx.queue, &thr->close_receiver, on_close_listener);
-    preon_http_metrics_init(&thr->http, nroutes);
+    preon__http_metrics_init(&thr->http, nroutes);
     h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
     h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
     thr->accept_pause_entry.cb = on_accept_resume;
@@ -638,13 +648,13 @@ static void join_threads(const sigset_t *set)
     for (unsigned i = 0; i < nthreads; i++) {
         preon_db_counters_dispose(&threads[i].db_counters);
         preon_db_counters_dispose(&threads[i].db_read_counters);
-        preon_http_metrics_dispose(&threads[i].http);
+        preon__http_metrics_dispose(&threads[i].http);
     }
 }
 
 unsigned preon_server_threads(const preon_config_t *cfg)
 {
-    return cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon_usable_cpus();
+    return cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon__usable_cpus();
 }
 
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_db_target_t *read_target,
@@ -660,7 +670,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
     signal(SIGUSR1, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     unsigned long long nofile = limit_connections(cfg);
-    preon_observe_init();
+    preon__observe_init();
     if (service->init(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "preon: %s\n", err);
         return PREON_EINVAL;
