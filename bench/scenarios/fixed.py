@@ -38,7 +38,7 @@ QUICK = {"fx_rates": [200, 400], "fx_step_s": 1, "fx_warmup_s": 1, "fx_warmup_co
          "fx_requests": "hello,fruits,write", "fx_idle_s": 0.3, "fx_quiet_pct": 2.0,
          "fx_quiet_max_s": 1, "fx_ceiling_extra": 0}
 params(FULL, QUICK)
-WRITE_LUA = os.path.join(HERE, "wrk", "write.lua")
+CRUD_LUA = os.path.join(HERE, "wrk", "crud.lua")  # with the argument "write": POST, then DELETE of its row
 LABELS = {"hello": "GET /hello", "fruits": "the read: GET /fruits", "write": "the write: POST /fruits + DELETE"}
 
 
@@ -155,7 +155,8 @@ def warm_up(t, request, seconds, conns):
     """The stated warm-up of one request: wrk, closed loop, `conns` connections for `seconds` (a JVM compiles its hot
     code at the rate the target can serve, not at a rate it may not sustain yet); wrk's figures, kept."""
     path = "/hello" if request == "hello" else t.db_path
-    r = wrk(t.url + path, conns, seconds, threads=1, script=WRITE_LUA if request == "write" else None)
+    r = wrk(t.url + path, conns, seconds, threads=1, script=CRUD_LUA if request == "write" else None,
+            script_args=("write",) if request == "write" else ())
     return {"s": seconds, "conns": conns, "rps": r.get("rps"), "non2xx": r.get("non2xx"),
             "socket_errors": r.get("socket_errors")}
 
