@@ -569,7 +569,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
 {
     int fd = open_listener(cfg, err, errlen);
     if (fd < 0)
-        return -1;
+        return PREON_EIO;
     char tag[16];
     snprintf(tag, sizeof(tag), "t%u", index);
     thr->index = index;
