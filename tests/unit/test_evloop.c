@@ -572,7 +572,7 @@ static void test_write_timeout(void **state)
 static void test_write_timeout_renewed(void **state)
 {
     (void)state;
-    const uint64_t timeout = 150;
+    const uint64_t timeout = 250;
     const size_t total = 1 << 20;
     h2o_evloop_t *loop = loop_open(0, timeout, 0);
     conn_t c;
@@ -582,12 +582,15 @@ static void test_write_timeout_renewed(void **state)
     server_init(&s, loop, &c, total, total);
 
     request(loop, &c);
-    uint64_t start = h2o_now(loop);
-    while (h2o_now(loop) - start < 4 * timeout) {
-        assert_int_equal(h2o_evloop_run(loop, (int32_t)timeout / 3), 0);
-        peer_take(&c, &got, 65536);
+    uint64_t start = h2o_now(loop), next_take = start;
+    while (h2o_now(loop) - start < 3 * timeout) { /* 8 KiB per 25 ms: the write waits all along */
+        assert_int_equal(h2o_evloop_run(loop, 5), 0);
+        if (h2o_now(loop) >= next_take) {
+            peer_take(&c, &got, 8192);
+            next_take += 25;
+        }
     }
-    assert_null(s.write_err);
+    assert_int_equal(s.ndone, 0);
     drain(loop, &c, &got, total, 65536, 10000);
     sink_expect(&got, total);
     assert_int_equal(s.ndone, 1);
@@ -730,7 +733,7 @@ static void test_graceful_close(void **state)
     loop_close(loop);
 }
 
-/* A client that never closes: the descriptor is closed after linger_timeout; what the client sends meanwhile is read
+/* A client that never closes: the descriptor is closed after linger_timeout; what the client sent meanwhile was read
  * and dropped, so that the close resets nothing. */
 static void test_graceful_close_linger_timeout(void **state)
 {
@@ -746,21 +749,58 @@ static void test_graceful_close_linger_timeout(void **state)
     s.first = 1000;
 
     uint64_t closed = answer_and_close(loop, &c, &s);
-    drain(loop, &c, &got, total + 1, 65536, 1000);
-    assert_true(got.eof);
-    sink_expect(&got, total);
-    assert_int_equal(send(c.peer, "late\n", 5, 0), 5);
-    for (int i = 0; i < 5; i++)
+    assert_int_equal(send(c.peer, "late\n", 5, 0), 5); /* the client's last input, as the server closes */
+    int eof_first = 0;
+    while (s.on_close == 0 && h2o_now(loop) - closed < 3000) {
+        assert_int_equal(loop->num_lingering, 1);
+        assert_true(h2o_evloop_socket_is_flushing(c.sock));
         assert_int_equal(h2o_evloop_run(loop, 10), 0);
-    assert_int_equal(s.on_close, 0);
-    assert_int_equal(loop->num_lingering, 1);
-    run_until(loop, &s.on_close, 3000);
+        peer_take(&c, &got, 65536);
+        eof_first |= got.eof && s.on_close == 0;
+    }
     assert_int_equal(s.on_close, 1);
+    assert_true(eof_first); /* the answer, then the end, then (a linger_timeout later) the close */
+    sink_expect(&got, total);
     assert_false(s.open_at_close);
     assert_true(s.closed_at - closed >= linger);
     assert_int_equal(loop->num_lingering, 0);
     assert_int_equal(peer_error(&c), 0);
     assert_int_equal(tcp_state(c.peer), TCP_CLOSE_WAIT); /* a reset would have closed it */
+
+    conn_close(loop, &c, &s);
+    free(got.buf);
+    loop_close(loop);
+}
+
+/* What a closing connection still holds is written within write_timeout, renewed by every byte the client takes,
+ * never past twice write_timeout: a client that takes a trickle does not hold it longer. */
+static void test_graceful_close_write_bound(void **state)
+{
+    (void)state;
+    const uint64_t timeout = 300;
+    const size_t total = 1000 + (4 << 20);
+    h2o_evloop_t *loop = loop_open(8 << 20, timeout, 5000);
+    conn_t c;
+    server_t s;
+    sink_t got = {0};
+    conn_open(loop, &c, 1);
+    server_init(&s, loop, &c, total, 4 << 20);
+    s.first = 1000;
+
+    uint64_t closed = answer_and_close(loop, &c, &s);
+    while (s.on_close == 0 && h2o_now(loop) - closed < 5000) {
+        assert_int_equal(h2o_evloop_run(loop, 20), 0);
+        peer_take(&c, &got, 4096);
+    }
+    assert_int_equal(s.on_close, 1);
+    assert_true(got.len < total);
+    assert_memory_equal(got.buf, pattern, got.len);
+    /* more than write_timeout (the client read: the wait was renewed), at most twice that (and the loop's own delays:
+     * 150 ms) */
+    uint64_t took = s.closed_at - closed;
+    if (took <= timeout || took > 2 * timeout + 150)
+        fail_msg("closed %llu ms after h2o closed it (write_timeout %llu ms)", (unsigned long long)took,
+                 (unsigned long long)timeout);
 
     conn_close(loop, &c, &s);
     free(got.buf);
@@ -982,6 +1022,7 @@ int main(void)
         cmocka_unit_test(test_write_timeout_joined),
         cmocka_unit_test(test_graceful_close),
         cmocka_unit_test(test_graceful_close_linger_timeout),
+        cmocka_unit_test(test_graceful_close_write_bound),
         cmocka_unit_test(test_lazy_read),
         cmocka_unit_test(test_fd_reuse),
         cmocka_unit_test(test_run_fails),
