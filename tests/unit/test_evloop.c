@@ -58,6 +58,7 @@ static struct {
     fd_calls_t fd[MAX_FDS];
     uint64_t seq;            /* every counted call takes the next number */
     uint64_t last_wait_seq;  /* the last epoll_wait()'s */
+    int last_wait_errno;     /* its errno, when it failed (else 0) */
     int epoll_fd;            /* the last epoll_create()'s */
     const void *watched;     /* a socket whose events epoll_wait() hands out are counted */
     unsigned watched_events; /* how many */
@@ -122,6 +123,7 @@ int __wrap_epoll_wait(int ep, struct epoll_event *events, int max, int timeout)
     for (int i = 0; i < n; i++)
         calls.watched_events += calls.watched != NULL && events[i].data.ptr == calls.watched;
     calls.last_wait_seq = ++calls.seq;
+    calls.last_wait_errno = n < 0 ? err : 0;
     errno = err;
     return n;
 }
@@ -267,6 +269,8 @@ typedef struct {
     size_t given, ngiven; /* bytes and writes handed to h2o */
     size_t done, ndone;   /* bytes and writes h2o reported done */
     size_t last;          /* the size of the write in flight */
+    uint64_t last_at;     /* loop time when it was handed to h2o (timers armed then count from it) */
+    uint64_t closing_at;  /* loop time of the writer's h2o_socket_close() */
     const char *write_err;
     size_t reads;
     const char *read_err;
@@ -285,8 +289,10 @@ static void on_written(h2o_socket_t *sock, const char *err);
 static void writer_next(server_t *s)
 {
     if (s->given == s->total) {
-        if (s->close_when_done)
+        if (s->close_when_done) {
+            s->closing_at = h2o_now(s->loop);
             h2o_socket_close(s->sock);
+        }
         return;
     }
     size_t n = s->ngiven == 0 && s->first != 0 ? s->first : s->size;
@@ -297,7 +303,7 @@ static void writer_next(server_t *s)
     if (n > s->total - s->given)
         n = s->total - s->given;
     h2o_iovec_t buf = h2o_iovec_init(pattern + s->given, n);
-    s->given += n, s->ngiven++, s->last = n;
+    s->given += n, s->ngiven++, s->last = n, s->last_at = h2o_now(s->loop);
     h2o_socket_write(s->sock, &buf, 1, on_written);
 }
 
@@ -550,7 +556,7 @@ static void test_write_timeout(void **state)
     server_init(&s, loop, &c, total, total);
 
     request(loop, &c);
-    uint64_t start = h2o_now(loop);
+    uint64_t start = s.last_at; /* its timer counts from there */
     assert_int_equal(s.ndone, 0);
     run_until(loop, &s.ndone, 3000);
     assert_int_equal(s.ndone, 1);
@@ -684,7 +690,7 @@ static uint64_t answer_and_close(h2o_evloop_t *loop, conn_t *c, server_t *s)
     in_next_pass(loop, start_answers, s);
     assert_int_equal(s->ngiven, 2);
     assert_int_equal(s->ndone, 2);
-    return h2o_now(loop);
+    return s->closing_at;
 }
 
 /* h2o closes a connection with bytes still joined and input it did not read: the client receives every byte, then
@@ -934,8 +940,9 @@ static void test_run_fails(void **state)
     loop_close(loop);
 }
 
-/* preon's loop threads stop the process on it (src/server/pass.c): a thread of the server's kind (its log ring
- * attached) whose loop's epoll descriptor is closed; the process must abort with the line on stderr. */
+/* preon's loop threads stop the process on it (src/server/pass.c), in a child process: a thread of the server's kind
+ * (its log ring attached) whose loop's epoll descriptor is closed must abort, its line on stderr; one whose wait a
+ * signal interrupts must go on. */
 typedef struct {
     int break_poller; /* close the epoll descriptor; else a signal interrupts the wait */
 } pass_case_t;
@@ -955,10 +962,15 @@ static void *pass_thread(void *arg)
     } else {
         struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART (epoll_wait never restarts anyway) */
         sigaction(SIGALRM, &sa, NULL);
-        setitimer(ITIMER_REAL, &(struct itimerval){.it_value = {0, 20000}}, NULL);
+        sigset_t alrm;
+        sigemptyset(&alrm);
+        sigaddset(&alrm, SIGALRM);
+        pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+        setitimer(ITIMER_REAL, &(struct itimerval){.it_value = {0, 20000}, .it_interval = {0, 20000}}, NULL);
     }
-    preon__server_run_pass(loop, 7, 2000);
-    return NULL;
+    preon__server_run_pass(loop, 7, 5000);
+    /* it returned (it must not for a broken poller): the child's exit status says whether a signal interrupted it */
+    return (void *)(intptr_t)(calls.last_wait_errno == EINTR ? 0 : 3);
 }
 
 /* Runs pass_thread in a child process; returns its wait status and what it wrote to stderr. */
@@ -969,16 +981,18 @@ static int run_pass_child(const pass_case_t *pc, char *out, size_t outlen)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        close(p[0]);
         dup2(p[1], STDERR_FILENO);
         preon_log_start();
         sigset_t alrm;
         sigemptyset(&alrm);
         sigaddset(&alrm, SIGALRM);
-        pthread_sigmask(SIG_BLOCK, &alrm, NULL); /* the alarm goes to the loop's thread */
+        pthread_sigmask(SIG_BLOCK, &alrm, NULL); /* the alarm goes to the loop's thread, which unblocks it */
         pthread_t t;
+        void *verdict;
         pthread_create(&t, NULL, pass_thread, (void *)pc);
-        pthread_join(t, NULL);
-        _exit(0);
+        pthread_join(t, &verdict);
+        _exit((int)(intptr_t)verdict);
     }
     close(p[1]);
     size_t len = 0;
