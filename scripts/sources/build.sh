@@ -35,7 +35,9 @@ case "$flavor" in
     sanitize) cflags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DH2O_PREON_NO_RECYCLE" ;;
     *) echo "$0: unknown flavor '$flavor' (release or sanitize)" >&2; exit 2 ;;
 esac
-cc=${CC:-cc}
+# The system's cc, whatever compiler the caller's build uses (CMake passes its CC down: the clang of the libFuzzer
+# build links these gcc-built libraries as well, and one build serves every build folder).
+cc=${PREON_SOURCES_CC:-cc}
 # Called from CMake, maybe itself under make: the makes below are top-level ones (PostgreSQL's makefiles generate their
 # headers only when MAKELEVEL says so, and an inherited jobserver would not be theirs).
 unset MAKELEVEL MAKEFLAGS MFLAGS

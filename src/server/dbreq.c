@@ -76,7 +76,7 @@ preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, con
     memset(r, 0, offsetof(preon_dbreq_t, fail_message));
     r->fail_message[0] = '\0';
     r->req = req;
-    r->thr = preon_thread_of(req);
+    r->thr = preon__thread_of(req);
     r->ops = ops;
     r->n = n;
     for (size_t i = 0; i < n; i++) {

@@ -20,6 +20,7 @@
 #include "preon/errors.h"
 #include "preon/log.h"
 #include "observe.h"
+#include "pass.h"
 #include "preon/reply.h"
 #include "preon/router.h"
 #include "preon/server.h"
@@ -82,15 +83,15 @@ static unsigned add_pool(preon_db_stats_t *sum, const preon_db_counters_t *c)
 static preon_snapshot_t *take_snapshot(h2o_req_t *req)
 {
     preon_snapshot_t *s = h2o_mem_alloc_pool(&req->pool, sizeof(*s));
-    preon_snapshot_init(s, &req->pool, nroutes, service->nstatements);
-    s->cfg = preon_thread_of(req)->cfg;
+    preon__snapshot_init(s, &req->pool, nroutes, service->nstatements);
+    s->cfg = preon__thread_of(req)->cfg;
     s->route_labels = route_labels;
     s->statements = service->statements;
     s->nthreads = nthreads;
     s->draining = __atomic_load_n(&draining, __ATOMIC_RELAXED);
     s->has_read_pool = s->cfg->database.read_url[0] != '\0';
     for (unsigned t = 0; t < nthreads; t++) {
-        preon_snapshot_add_http(s, &threads[t].http);
+        preon__snapshot_add_http(s, &threads[t].http);
         preon_db_counters_collect(&threads[t].db_counters, s->queries, s->query_durations);
         preon_db_counters_collect(&threads[t].db_read_counters, s->queries, s->query_durations);
         s->threads_without_db += add_pool(&s->db, &threads[t].db_counters) == 0;
@@ -101,7 +102,7 @@ static preon_snapshot_t *take_snapshot(h2o_req_t *req)
 
 void *preon_service_state(h2o_req_t *req)
 {
-    return preon_thread_of(req)->app;
+    return preon__thread_of(req)->app;
 }
 
 /*
@@ -129,7 +130,7 @@ static size_t kept_route(const h2o_req_t *req, size_t none)
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_thread_t *thr = preon__thread_of(req);
     size_t napp = service->nroutes;
     (void)self;
 #ifndef H2O_HTTP1_GRACEFUL_SHUTDOWN
@@ -161,21 +162,21 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if ((preon_method_bit(req->method.base, req->method.len) & (PREON_M_GET | PREON_M_HEAD)) == 0)
         preon_reply_method_not_allowed(req, PREON_M_GET | PREON_M_HEAD); /* read-only resources */
     else if (own == PREON_ROUTE_LIVE)
-        preon_health_live_reply(req);
+        preon__health_live_reply(req);
     else if (own == PREON_ROUTE_READY)
-        preon_health_ready_reply(req, take_snapshot(req));
+        preon__health_ready_reply(req, take_snapshot(req));
     else
-        preon_metrics_reply(req, take_snapshot(req));
+        preon__metrics_reply(req, take_snapshot(req));
     return 0;
 }
 
 /* h2o calls each path's loggers once per request, from h2o_dispose_request: the one place a request is counted. */
 static void on_log_access(h2o_logger_t *self, h2o_req_t *req)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_thread_t *thr = preon__thread_of(req);
     size_t route = kept_route(req, service->nroutes + PREON_ROUTE_UNMATCHED);
     (void)self;
-    preon_observe_request(&thr->http, thr->cfg, thr->index, (unsigned)route, req);
+    preon__observe_request(&thr->http, thr->cfg, thr->index, (unsigned)route, req);
 }
 
 static int open_listener(const preon_config_t *cfg, char *err, size_t errlen)
@@ -401,19 +402,6 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
 #endif
 }
 
-/*
- * One pass of the thread's loop. h2o_evloop_run fails only when the poller does (epoll_wait or epoll_ctl on the loop's
- * own set): a loop that went on after that would neither serve its connections nor say so, so the process stops,
- * loudly. A signal's EINTR is not a failure.
- */
-static void run_pass(preon_thread_t *thr, int32_t max_wait)
-{
-    if (h2o_evloop_run(thr->loop, max_wait) != 0 && errno != EINTR) {
-        preon_log_error("thread %u: the event loop failed (%s): stopping", thr->index, strerror(errno));
-        abort();
-    }
-}
-
 static void *thread_main(void *arg)
 {
     preon_thread_t *thr = arg;
@@ -424,7 +412,7 @@ static void *thread_main(void *arg)
      * leave), or the shutdown deadline. */
     while (!thr->draining || ((thr->pending != 0 || conns_writing(thr) != 0 || preon_now_ns() - thr->last_request_ns < 100000000) &&
                               h2o_now(thr->loop) < thr->drain_deadline))
-        run_pass(thr, thr->draining ? 10 : INT32_MAX);
+        preon__server_run_pass(thr->loop, thr->index, thr->draining ? 10 : INT32_MAX);
     unsigned writing = conns_writing(thr);
     if (writing != 0)
         preon_log_warn("thread %u: %u connections still writing at shutdown: their clients did not read their answers "
@@ -442,7 +430,7 @@ static void *thread_main(void *arg)
         preon_db_pool_close(thr->db_read);
     uint64_t grace_end = h2o_now(thr->loop) + 50;
     while (h2o_now(thr->loop) < grace_end)
-        run_pass(thr, 10);
+        preon__server_run_pass(thr->loop, thr->index, 10);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->close_receiver);
     h2o_timeout_dispose(thr->loop, &thr->request_timeout);
@@ -569,7 +557,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
 {
     int fd = open_listener(cfg, err, errlen);
     if (fd < 0)
-        return -1;
+        return PREON_EIO;
     char tag[16];
     snprintf(tag, sizeof(tag), "t%u", index);
     thr->index = index;
@@ -586,7 +574,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->accept_ctx.hosts = globalconf.hosts;
     h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
     h2o_multithread_register_receiver(thr->ctx.queue, &thr->close_receiver, on_close_listener);
-    preon_http_metrics_init(&thr->http, nroutes);
+    preon__http_metrics_init(&thr->http, nroutes);
     h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
     h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
     thr->accept_pause_entry.cb = on_accept_resume;
@@ -648,13 +636,13 @@ static void join_threads(const sigset_t *set)
     for (unsigned i = 0; i < nthreads; i++) {
         preon_db_counters_dispose(&threads[i].db_counters);
         preon_db_counters_dispose(&threads[i].db_read_counters);
-        preon_http_metrics_dispose(&threads[i].http);
+        preon__http_metrics_dispose(&threads[i].http);
     }
 }
 
 unsigned preon_server_threads(const preon_config_t *cfg)
 {
-    return cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon_usable_cpus();
+    return cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon__usable_cpus();
 }
 
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_db_target_t *read_target,
@@ -670,7 +658,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
     signal(SIGUSR1, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     unsigned long long nofile = limit_connections(cfg);
-    preon_observe_init();
+    preon__observe_init();
     if (service->init(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "preon: %s\n", err);
         return PREON_EINVAL;
