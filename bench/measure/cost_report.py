@@ -6,9 +6,9 @@ import statistics
 from typing import Optional
 
 from . import record
-from .report import Spread, fmt, md_table, ratio, round_ratios
+from .report import Spread, fmt, md_table, ratio
 from .rounds import ORDERS
-from .throughput_report import TFB_FLAG
+from .throughput_report import TFB_FLAG, paired
 
 # the profile's sentence says "servers" where throughput.py's says "targets"
 PROFILE_ORDERS = {k: v.replace("the order of the targets", "the servers' order") for k, v in ORDERS.items()}
@@ -312,16 +312,6 @@ def _pg_cell(run, test, get, f):
     if run.status == "ok" and "%s postgres" % test in run.errors:
         return "failed (results.json: errors)"
     return _cell(run, test, get, f)
-
-
-def paired(a, b):
-    """Two targets' per-round rates divided round by round (report.round_ratios): the ratios' median (min–max), or
-    "-" without two rounds of both."""
-    rs = round_ratios(a, b)
-    if len(rs) < 2:
-        return "-"
-    sp = Spread(rs)
-    return "%.2f× (%.2f–%.2f)" % (sp, sp.lo, sp.hi)
 
 
 def twin_of_shipped(tp, cpts):

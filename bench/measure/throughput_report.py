@@ -215,7 +215,8 @@ BUILDS = {"preon-stock": "stock build", "preon-previous": "previous build"}
 
 
 def paired(a, b):
-    """Two members' per-round rates divided round by round: median (min–max) of the ratios, "-" without two rounds."""
+    """Two members' per-round rates divided round by round (report.round_ratios): the ratios' median (min–max), or
+    "-" without two rounds of both (bench/cost.py's report uses it too)."""
     rs = round_ratios(a, b)
     if len(rs) < 2:
         return "-"
