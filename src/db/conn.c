@@ -248,7 +248,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     c->unsent_head = c->done_head = NULL;
     c->unsent_tail = &c->unsent_head;
     c->done_tail = &c->done_head;
-    c->nqueries = c->nunsent = c->ncanceled = 0;
+    c->nqueries = c->nunsent = c->ncanceled = c->nwrites = 0;
     for (preon_db_query_t *q = unsent; q != NULL; q = q->_next)
         if (q->_state == QUERY_UNSENT) /* a canceled one stays so: it ends PREON_ECANCELED */
             q->_state = QUERY_DETACHED;

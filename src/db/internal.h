@@ -33,6 +33,15 @@ typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
 /* ... and rests on about this much of the connection's most recent busy time (ms). */
 #define PREON_DB_SVC_HORIZON_MS 100.0
 
+/* A service time per query, as a ratio of sums: the busy time over the queries answered in it, over about the last
+ * PREON_DB_SVC_HORIZON_MS of it (pipeline.c). */
+typedef struct {
+    double ms;       /* per query (0 until measured) */
+    double busy_ms;  /* the recent busy time it rests on (at most PREON_DB_SVC_HORIZON_MS) */
+    double answered; /* ... and the queries answered in it (scaled with it) */
+    double writes;   /* ... of which writes (scaled with it) */
+} svc_rate_t;
+
 /* preon_db_query_t._state: where a query is. Only an unsent query can be canceled or shed. */
 enum {
     QUERY_IDLE = 0, /* not queued (never, or its callback has run) */
@@ -98,18 +107,21 @@ typedef struct st_preon_db_conn_t {
     size_t ring_cap, ring_head, ring_count;
     uint64_t head_since; /* see preon_db_conn_head_since */
     size_t nqueries;     /* unsent + in-flight queries, to pick the least loaded connection */
+    size_t nwrites;      /* of which writes (PREON_DB_WRITE): they cost what their commit waits for (shed.c) */
     size_t nunsent;      /* of which unsent (canceled ones included until taken out) */
     size_t ncanceled;    /* unsent queries canceled, to be taken out at the end of the pass */
-    /* The service time per query while the connection is busy (ms; 0 until measured): the busy time of its recent
-     * windows (each at least 10 ms of continuous work) over the queries answered in them, what the queue ahead of a
-     * new request will cost it (Little's law). */
-    double svc_ms;
-    double svc_busy_ms;       /* the recent busy time it rests on (at most PREON_DB_SVC_HORIZON_MS) */
-    double svc_answered;      /* ... and the queries answered in it (scaled with it) */
+    /* The service time per query while the connection is busy: the busy time of its recent windows (each at least
+     * 10 ms of continuous work) over the queries answered in them, what the queue ahead of a new request will cost it
+     * (Little's law). `svc` counts every query alike; `svc_read` only the windows that answered reads alone, so that
+     * a write, which waits for its commit (the WAL flush, with synchronous_commit on), is priced apart
+     * (preon_db_cost_ms). */
+    svc_rate_t svc, svc_read;
+    unsigned svc_read_n;      /* reads measured alone since the connection was made (saturating) */
     unsigned svc_n;           /* queries measured since the connection was made (saturating) */
     uint64_t svc_busy_total;  /* ... and the busy time they took (ms) */
     uint64_t svc_mark;        /* start of the current window (loop time, ms) */
     unsigned svc_k;           /* queries answered in it */
+    unsigned svc_kw;          /* ... of which writes */
     unsigned sends_in_flight; /* batches written and not yet answered to their last Sync (database.pipeline_depth) */
     PGresult *cur;            /* the head entry's first result, kept until libpq's terminating NULL */
     /* Queries whose results are in, waiting for their Sync's answer (the implicit COMMIT), oldest first; each
@@ -235,7 +247,11 @@ preon_db_query_t *preon_db_pool_requeue(preon_db_pool_t *pool, preon_db_query_t 
 void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns);
 /** How many queries one batch may carry so that what is in flight can be answered within the bound (0: no cap). */
 size_t preon_db_batch_cap(const preon_db_conn_t *c);
-/** Whether a request of `n` queries queued on `c` now would wait longer than the bound. */
-int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, uint64_t now_ns);
+/** Whether a request of `n` queries, `writes` of them writes, queued on `c` now would wait longer than the bound. */
+int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, size_t writes, uint64_t now_ns);
+/** What `reads` reads and `writes` writes cost `c`, in ms, at its measured service times: each kind at its own once
+ * the reads have been measured alone and writes were answered lately, else every query at the rate of all (0 before
+ * any). Owner thread. */
+double preon_db_cost_ms(const preon_db_conn_t *c, size_t reads, size_t writes);
 
 #endif

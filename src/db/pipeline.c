@@ -29,13 +29,35 @@ void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, pr
     if (c->ring_count == 0) {
         c->head_since = preon_db_conn_now_ms(c);
         c->svc_mark = c->head_since; /* busy from now: a new service-time window */
-        c->svc_k = 0;
+        c->svc_k = c->svc_kw = 0;
     }
     ring_entry_t *e = &c->ring[(c->ring_head + c->ring_count++) % c->ring_cap];
     e->kind = kind;
     e->ends_send = 0;
     e->stmt = stmt;
     e->q = q;
+}
+
+/* Adds `ms` of busy time and the `answered` queries in it, `writes` of them writes, to `r`; older time fades beyond
+ * the horizon, so that the estimate follows the database. */
+static void rate_add(svc_rate_t *r, double ms, unsigned answered, unsigned writes)
+{
+    r->busy_ms += ms;
+    r->answered += answered;
+    r->writes += writes;
+    if (r->busy_ms > PREON_DB_SVC_HORIZON_MS) {
+        double keep = PREON_DB_SVC_HORIZON_MS / r->busy_ms;
+        r->busy_ms *= keep;
+        r->answered *= keep;
+        r->writes *= keep;
+    }
+    r->ms = r->busy_ms / r->answered;
+}
+
+/* Adds `k` to a saturating count. */
+static unsigned count_add(unsigned n, unsigned k)
+{
+    return n + k < n ? n : n + k;
 }
 
 /*
@@ -52,31 +74,33 @@ void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, pr
  * its answers cost at the current estimate, whichever is more: a window much longer, with few answers, is an answer
  * (or the thread that reads it: a busy loop, a CPU quota's 100 ms throttle) late once, not the rate of the queries
  * behind it. Lateness is judged by the age of the oldest query instead (shed.c).
+ *
+ * The windows that answered reads alone also measure the reads by themselves (svc_read): a write's answer comes after
+ * its commit, which with synchronous_commit on waits for the WAL flush, so that the writes are priced apart from the
+ * reads (shed.c, preon_db_cost_ms).
  */
 static void observe_service(preon_db_conn_t *c, int idle)
 {
     uint64_t now = preon_db_conn_now_ms(c), dt = now - c->svc_mark;
     if (c->svc_k != 0 && (dt >= 10 || idle)) {
-        double counted = (double)dt, most = 4 * c->svc_ms * c->svc_k;
+        unsigned writes = c->svc_kw, reads = c->svc_k - writes;
+        double counted = (double)dt, most = 4 * preon_db_cost_ms(c, reads, writes);
         if (most < 10)
             most = 10;
         if (counted > most)
             counted = most; /* late once (above) */
-        c->svc_busy_ms += counted;
         c->svc_busy_total += (uint64_t)counted;
-        c->svc_answered += c->svc_k;
-        if (c->svc_busy_ms > PREON_DB_SVC_HORIZON_MS) { /* older work fades: the estimate follows the database */
-            double keep = PREON_DB_SVC_HORIZON_MS / c->svc_busy_ms;
-            c->svc_busy_ms *= keep;
-            c->svc_answered *= keep;
+        rate_add(&c->svc, counted, c->svc_k, writes);
+        c->svc_n = count_add(c->svc_n, c->svc_k);
+        if (writes == 0) {
+            rate_add(&c->svc_read, counted, reads, 0);
+            c->svc_read_n = count_add(c->svc_read_n, reads);
         }
-        c->svc_ms = c->svc_busy_ms / c->svc_answered;
-        c->svc_n = c->svc_n + c->svc_k < c->svc_n ? c->svc_n : c->svc_n + c->svc_k;
     } else if (!idle) {
         return;
     }
     c->svc_mark = now;
-    c->svc_k = 0;
+    c->svc_k = c->svc_kw = 0;
 }
 
 static ring_entry_t pop(preon_db_conn_t *c)
@@ -148,6 +172,10 @@ static void complete_entry(preon_db_conn_t *c, ring_entry_t e, PGresult *res)
     PREON_ASSERT(e.kind == ENTRY_QUERY && q != NULL && c->nqueries > 0);
     c->nqueries--;
     c->svc_k++;
+    if (q->flags & PREON_DB_WRITE) {
+        c->nwrites--;
+        c->svc_kw++;
+    }
     observe_service(c, 0);
     int failed = st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED;
     if (failed && !c->seg.failed) {

@@ -143,6 +143,7 @@ static void enqueue(preon_db_conn_t *c, preon_db_query_t *q)
     q->_state = QUERY_UNSENT;
     q->_conn = c;
     c->nunsent++;
+    c->nwrites += (q->flags & PREON_DB_WRITE) != 0;
     q->_next = NULL;
     *c->unsent_tail = q;
     c->unsent_tail = &q->_next;
@@ -174,7 +175,11 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
      * With a Sync per query the request's queries spread over the ready connections. */
     uint64_t now = preon_now_ns();
     unsigned nready = sync == PREON_SYNC_QUERY ? ready_count(pool) : 1;
-    if (!(qs[0]->flags & PREON_DB_ADMITTED) && preon_db_would_wait_too_long(c, (n + nready - 1) / nready, now)) {
+    size_t writes = 0;
+    for (size_t i = 0; i < n; i++)
+        writes += (qs[i]->flags & PREON_DB_WRITE) != 0;
+    if (!(qs[0]->flags & PREON_DB_ADMITTED) &&
+        preon_db_would_wait_too_long(c, (n + nready - 1) / nready, (writes + nready - 1) / nready, now)) {
         preon_counter_add(&pool->counters->rejected_slow, 1);
         return PREON_EOVERLOADED;
     }

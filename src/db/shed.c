@@ -5,9 +5,10 @@
 
 /*
  * The queue's bound in time (database.max_queue_wait_ms). A request is judged by the work queued ahead of it: that
- * many queries at the connection's recent service time per query (Little's law; pipeline.c measures it), so that a
- * burst on an idle server is refused like a slow climb, at once and before anything is sent. Until the estimate
- * rests on enough answers it is not used (measured() below): only the age of the oldest query judges then, and the
+ * many reads and writes, each at the connection's recent service time for its kind (Little's law; pipeline.c
+ * measures them), so that a burst on an idle server is refused like a slow climb, at once and before anything is
+ * sent. Until the estimate rests on enough answers it is not used (measured() below): only the age of the oldest
+ * query judges then, and the
  * batch cap keeps what is handed to libpq small enough that the rest can still be refused. What was let in and then
  * cannot make it (let in before the estimate was trusted, or the database slowed down) is taken out again while it
  * is still unsent, whole requests at a time: a 503 then still promises that nothing happened. Canceled queries
@@ -24,16 +25,35 @@ static uint64_t bound_ns(const preon_db_conn_t *c)
 /* Whether the connection's service time per query has been measured well enough to judge by. */
 static int measured(const preon_db_conn_t *c)
 {
-    return (c->svc_n >= PREON_DB_SVC_TRUSTED || c->svc_busy_total >= PREON_DB_SVC_TRUSTED_MS) && c->svc_ms > 0;
+    return (c->svc_n >= PREON_DB_SVC_TRUSTED || c->svc_busy_total >= PREON_DB_SVC_TRUSTED_MS) && c->svc.ms > 0;
 }
 
-/* The expected wait, in ns, of a request of `n` queries with `ahead` queries before it. */
-static double expected_ns(const preon_db_conn_t *c, size_t ahead, size_t n)
+/*
+ * A write costs what its commit waits for: with synchronous_commit on, the WAL flush. On /updates?queries=20 with
+ * commits that waited ~1 ms for the disk, a write's answer took 6-16 ms of its connection's time and a read's
+ * 0.04-0.06 ms. Priced alike, a recent stretch of writes made every query ahead cost a write, though nineteen in
+ * twenty of them were reads, and refused a cold burst the database then served within the bound. So a write is
+ * priced at what the recent busy time leaves per write once the reads in it are priced at the reads' own rate (from
+ * windows without writes, once it rests on PREON_DB_SVC_TRUSTED of them), and at least at a read's. Without a write's
+ * worth of answers in the recent busy time (the rest would be noise over a fraction of a write), or before the reads
+ * have been measured alone, every query costs the rate of all, as before.
+ */
+double preon_db_cost_ms(const preon_db_conn_t *c, size_t reads, size_t writes)
 {
-    return (double)(ahead + n) * c->svc_ms * 1e6;
+    const svc_rate_t *all = &c->svc;
+    if (all->writes < 1 || c->svc_read_n < PREON_DB_SVC_TRUSTED)
+        return (double)(reads + writes) * all->ms;
+    double read = c->svc_read.ms, write = (all->busy_ms - read * (all->answered - all->writes)) / all->writes;
+    return (double)reads * read + (double)writes * (write > read ? write : read);
 }
 
-int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, uint64_t now_ns)
+/* The expected wait, in ns, of the work of `reads` reads and `writes` writes (those ahead of a request and its own). */
+static double expected_ns(const preon_db_conn_t *c, size_t reads, size_t writes)
+{
+    return preon_db_cost_ms(c, reads, writes) * 1e6;
+}
+
+int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, size_t writes, uint64_t now_ns)
 {
     uint64_t bound = bound_ns(c), oldest;
     if (bound == 0)
@@ -41,9 +61,11 @@ int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, uint64_t no
     /* The age of the oldest query: a stuck head (a lock, a slow plan) shows here before any estimate can. */
     if ((oldest = preon_db_conn_oldest_queued_ns(c)) != 0 && now_ns - oldest > bound)
         return 1;
-    /* An idle connection takes any request: however large, refusing it there would refuse it for ever. */
-    size_t ahead = c->nqueries - c->ncanceled;
-    return ahead != 0 && measured(c) && expected_ns(c, ahead, n) > (double)bound;
+    /* An idle connection takes any request: however large, refusing it there would refuse it for ever. Canceled
+     * queries still count among the writes ahead: a few, for one pass at most. */
+    size_t ahead = c->nqueries - c->ncanceled, ahead_writes = c->nwrites < ahead ? c->nwrites : ahead;
+    PREON_ASSERT(writes <= n);
+    return ahead != 0 && measured(c) && expected_ns(c, ahead - ahead_writes + n - writes, ahead_writes + writes) > (double)bound;
 }
 
 size_t preon_db_batch_cap(const preon_db_conn_t *c)
@@ -54,7 +76,7 @@ size_t preon_db_batch_cap(const preon_db_conn_t *c)
         return 0;
     if (!measured(c))
         return PREON_DB_SVC_FIRST_BATCH; /* not measured yet: small enough that the rest can still be refused */
-    double n = cfg->database.max_queue_wait_ms / (c->svc_ms * depth);
+    double n = cfg->database.max_queue_wait_ms / (c->svc.ms * depth);
     return n < 64 ? 64 : n > 1e6 ? 1000000 : (size_t)n;
 }
 
@@ -86,6 +108,7 @@ static void take_out(preon_db_conn_t *c, preon_db_query_t *q, preon_db_query_t *
     q->_state = q->_state == QUERY_CANCELED ? QUERY_CANCELED : QUERY_DETACHED;
     c->nqueries--;
     c->nunsent--;
+    c->nwrites -= (q->flags & PREON_DB_WRITE) != 0;
     q->_next = NULL;
     **tail = q;
     *tail = &q->_next;
@@ -106,20 +129,33 @@ void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns)
     preon_db_query_t *list = c->unsent_head, *out = NULL, **out_tail = &out;
     c->unsent_head = NULL;
     c->unsent_tail = &c->unsent_head;
-    size_t ahead = c->nqueries - c->nunsent, late_requests = 0; /* in flight: answered before any unsent query */
+    /* In flight: answered before any unsent query. */
+    size_t ahead_writes = c->nwrites, late_requests = 0;
+    for (const preon_db_query_t *q = list; q != NULL; q = q->_next)
+        ahead_writes -= (q->flags & PREON_DB_WRITE) != 0;
+    PREON_ASSERT(ahead_writes <= c->nqueries - c->nunsent);
+    size_t ahead_reads = c->nqueries - c->nunsent - ahead_writes;
     while (list != NULL) {
-        /* One request: its queries are queued together, each but the last marked PREON_DB_MORE. */
+        /* One request: its queries are queued together by one submit (one _queued_ns), each but the last marked
+         * PREON_DB_MORE. With a Sync per query they spread over the connections, and its last one here may still be
+         * marked: the submit time ends the run too, or it would take in the requests behind it (in a cold /updates
+         * burst a run of 1,553 queries, some 150 requests, was judged as one request that large and shed). */
         preon_db_query_t *first = list, *last = list;
-        size_t len = 1;
-        while ((last->flags & PREON_DB_MORE) && last->_next != NULL)
+        size_t len = 1, writes = (first->flags & PREON_DB_WRITE) != 0;
+        while ((last->flags & PREON_DB_MORE) && last->_next != NULL && last->_next->_queued_ns == first->_queued_ns) {
             last = last->_next, len++;
+            writes += (last->flags & PREON_DB_WRITE) != 0;
+        }
         list = last->_next;
         last->_next = NULL;
         uint64_t waited = now_ns > first->_queued_ns ? now_ns - first->_queued_ns : 0;
         /* A later step of a request let in earlier is judged by its age alone: refusing it would throw away the work
          * its first step already cost the database. */
-        int estimated = !(first->flags & PREON_DB_ADMITTED) && ahead != 0 && measured(c);
-        int late = bound != 0 && (waited > bound || (estimated && (double)waited + expected_ns(c, ahead, len) > (double)bound));
+        int estimated = !(first->flags & PREON_DB_ADMITTED) && ahead_reads + ahead_writes != 0 && measured(c);
+        size_t reads = len - writes;
+        int late = bound != 0 &&
+                   (waited > bound ||
+                    (estimated && (double)waited + expected_ns(c, ahead_reads + reads, ahead_writes + writes) > (double)bound));
         late_requests += late;
         preon_db_query_t *kept_last = NULL;
         int dropped = 0;
@@ -131,7 +167,10 @@ void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns)
             } else {
                 keep(c, q);
                 kept_last = q;
-                ahead++;
+                if (q->flags & PREON_DB_WRITE)
+                    ahead_writes++;
+                else
+                    ahead_reads++;
             }
         }
         /* Part of a request canceled (a sibling elsewhere failed first): what stays ends its transaction itself. */
