@@ -209,7 +209,9 @@ class Recorder:
         """Stops the clients, then reads every row back."""
         self.stop.set()
         for t in self.threads:
-            t.join(self.timeout + 5)
+            t.join(7 * self.timeout + 5)  # a pipelined write of 6 waits for each answer up to the timeout
+            if t.is_alive():  # its operations would come after the final read, their names read without a writer
+                raise AssertionError("a client did not stop")
         self.final_read(within)
 
     def nemesis(self, name, start, end):
