@@ -22,6 +22,10 @@ typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
  * PostgreSQL, a backend waiting for its turn looks stuck for a few ms (2 ms spread /db's batches now and then). */
 #define PREON_DB_STALL_MS 10
 
+/* Reads and writes are priced apart (shed.c's preon_db_cost_ms) once this many writes have been measured, and a
+ * write's worth of them is in the recent busy time. */
+#define PREON_DB_SVC_WRITES_SPLIT 8
+
 /* The service-time estimate is used once it rests on this many queries, or on this much busy time (ms). Until then a
  * connection is judged only by the age of its oldest query, and sends at most PREON_DB_SVC_FIRST_BATCH queries per
  * batch: its first answers say little of its rate (a backend's cold caches; a loop busy accepting the very burst that
@@ -33,14 +37,20 @@ typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
 /* ... and rests on about this much of the connection's most recent busy time (ms). */
 #define PREON_DB_SVC_HORIZON_MS 100.0
 
-/* A service time per query, as a ratio of sums: the busy time over the queries answered in it, over about the last
- * PREON_DB_SVC_HORIZON_MS of it (pipeline.c). */
+/*
+ * A connection's service time, from its recent busy windows (pipeline.c): per query, the busy time over the queries
+ * answered in it (a ratio of sums), and the sums that split it between reads and writes (least squares over the
+ * windows: time = reads x read + writes x write; shed.c's preon_db_cost_ms), over about the last
+ * PREON_DB_SVC_HORIZON_MS of busy time.
+ */
 typedef struct {
-    double ms;       /* per query (0 until measured) */
-    double busy_ms;  /* the recent busy time it rests on (at most PREON_DB_SVC_HORIZON_MS) */
-    double answered; /* ... and the queries answered in it (scaled with it) */
-    double writes;   /* ... of which writes (scaled with it) */
-} svc_rate_t;
+    double ms;                 /* per query, reads and writes alike (0 until measured) */
+    double busy_ms;            /* the recent busy time it rests on (at most PREON_DB_SVC_HORIZON_MS) */
+    double reads, writes;      /* ... and the reads and writes answered in it (scaled with it) */
+    double rr, rw, ww, rt, wt; /* ... and over its windows, the sums of reads^2, reads x writes, writes^2, reads x
+                                * time, writes x time (scaled with it) */
+    unsigned n, writes_n;      /* queries, writes measured since the connection was made (saturating) */
+} svc_t;
 
 /* preon_db_query_t._state: where a query is. Only an unsent query can be canceled or shed. */
 enum {
@@ -110,15 +120,11 @@ typedef struct st_preon_db_conn_t {
     size_t nwrites;      /* of which writes (PREON_DB_WRITE): they cost what their commit waits for (shed.c) */
     size_t nunsent;      /* of which unsent (canceled ones included until taken out) */
     size_t ncanceled;    /* unsent queries canceled, to be taken out at the end of the pass */
-    /* The service time per query while the connection is busy: the busy time of its recent windows (each at least
-     * 10 ms of continuous work) over the queries answered in them, what the queue ahead of a new request will cost it
-     * (Little's law). `svc` counts every query alike; `svc_read` only the windows that answered reads alone, so that
-     * a write, which waits for its commit (the WAL flush, with synchronous_commit on), is priced apart
-     * (preon_db_cost_ms). */
-    svc_rate_t svc, svc_read;
-    unsigned svc_read_n;      /* reads measured alone since the connection was made (saturating) */
-    unsigned svc_n;           /* queries measured since the connection was made (saturating) */
-    uint64_t svc_busy_total;  /* ... and the busy time they took (ms) */
+    /* The service time while the connection is busy, from its recent windows (each at least 10 ms of continuous
+     * work): what the queue ahead of a new request will cost it (Little's law), reads and writes apart once it can
+     * tell them (a write waits for its commit: the WAL flush, with synchronous_commit on). */
+    svc_t svc;
+    uint64_t svc_busy_total;  /* the busy time svc.n took (ms) */
     uint64_t svc_mark;        /* start of the current window (loop time, ms) */
     unsigned svc_k;           /* queries answered in it */
     unsigned svc_kw;          /* ... of which writes */
@@ -250,8 +256,7 @@ size_t preon_db_batch_cap(const preon_db_conn_t *c);
 /** Whether a request of `n` queries, `writes` of them writes, queued on `c` now would wait longer than the bound. */
 int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, size_t writes, uint64_t now_ns);
 /** What `reads` reads and `writes` writes cost `c`, in ms, at its measured service times: each kind at its own once
- * the reads have been measured alone and writes were answered lately, else every query at the rate of all (0 before
- * any). Owner thread. */
+ * the recent windows tell them apart, else every query at the rate of all (0 before any). Owner thread. */
 double preon_db_cost_ms(const preon_db_conn_t *c, size_t reads, size_t writes);
 
 #endif

@@ -38,26 +38,33 @@ void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, pr
     e->q = q;
 }
 
-/* Adds `ms` of busy time and the `answered` queries in it, `writes` of them writes, to `r`; older time fades beyond
- * the horizon, so that the estimate follows the database. */
-static void rate_add(svc_rate_t *r, double ms, unsigned answered, unsigned writes)
+/* Adds a window of `ms` busy time that answered `reads` reads and `writes` writes; older time fades beyond the
+ * horizon, so that the estimate follows the database. */
+static void svc_add(svc_t *v, double ms, unsigned reads, unsigned writes)
 {
-    r->busy_ms += ms;
-    r->answered += answered;
-    r->writes += writes;
-    if (r->busy_ms > PREON_DB_SVC_HORIZON_MS) {
-        double keep = PREON_DB_SVC_HORIZON_MS / r->busy_ms;
-        r->busy_ms *= keep;
-        r->answered *= keep;
-        r->writes *= keep;
+    double r = reads, w = writes;
+    v->busy_ms += ms;
+    v->reads += r;
+    v->writes += w;
+    v->rr += r * r;
+    v->rw += r * w;
+    v->ww += w * w;
+    v->rt += r * ms;
+    v->wt += w * ms;
+    if (v->busy_ms > PREON_DB_SVC_HORIZON_MS) {
+        double keep = PREON_DB_SVC_HORIZON_MS / v->busy_ms;
+        v->busy_ms *= keep;
+        v->reads *= keep;
+        v->writes *= keep;
+        v->rr *= keep;
+        v->rw *= keep;
+        v->ww *= keep;
+        v->rt *= keep;
+        v->wt *= keep;
     }
-    r->ms = r->busy_ms / r->answered;
-}
-
-/* Adds `k` to a saturating count. */
-static unsigned count_add(unsigned n, unsigned k)
-{
-    return n + k < n ? n : n + k;
+    v->ms = v->busy_ms / (v->reads + v->writes);
+    v->n = v->n + reads + writes < v->n ? v->n : v->n + reads + writes;
+    v->writes_n = v->writes_n + writes < v->writes_n ? v->writes_n : v->writes_n + writes;
 }
 
 /*
@@ -75,9 +82,8 @@ static unsigned count_add(unsigned n, unsigned k)
  * (or the thread that reads it: a busy loop, a CPU quota's 100 ms throttle) late once, not the rate of the queries
  * behind it. Lateness is judged by the age of the oldest query instead (shed.c).
  *
- * The windows that answered reads alone also measure the reads by themselves (svc_read): a write's answer comes after
- * its commit, which with synchronous_commit on waits for the WAL flush, so that the writes are priced apart from the
- * reads (shed.c, preon_db_cost_ms).
+ * Each window also counts its reads and writes apart, so that shed.c can price a write apart from a read: a write's
+ * answer comes after its commit, which with synchronous_commit on waits for the WAL flush (preon_db_cost_ms).
  */
 static void observe_service(preon_db_conn_t *c, int idle)
 {
@@ -90,12 +96,7 @@ static void observe_service(preon_db_conn_t *c, int idle)
         if (counted > most)
             counted = most; /* late once (above) */
         c->svc_busy_total += (uint64_t)counted;
-        rate_add(&c->svc, counted, c->svc_k, writes);
-        c->svc_n = count_add(c->svc_n, c->svc_k);
-        if (writes == 0) {
-            rate_add(&c->svc_read, counted, reads, 0);
-            c->svc_read_n = count_add(c->svc_read_n, reads);
-        }
+        svc_add(&c->svc, counted, reads, writes);
     } else if (!idle) {
         return;
     }

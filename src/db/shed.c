@@ -25,26 +25,38 @@ static uint64_t bound_ns(const preon_db_conn_t *c)
 /* Whether the connection's service time per query has been measured well enough to judge by. */
 static int measured(const preon_db_conn_t *c)
 {
-    return (c->svc_n >= PREON_DB_SVC_TRUSTED || c->svc_busy_total >= PREON_DB_SVC_TRUSTED_MS) && c->svc.ms > 0;
+    return (c->svc.n >= PREON_DB_SVC_TRUSTED || c->svc_busy_total >= PREON_DB_SVC_TRUSTED_MS) && c->svc.ms > 0;
 }
 
 /*
  * A write costs what its commit waits for: with synchronous_commit on, the WAL flush. On /updates?queries=20 with
- * commits that waited ~1 ms for the disk, a write's answer took 6-16 ms of its connection's time and a read's
- * 0.04-0.06 ms. Priced alike, a recent stretch of writes made every query ahead cost a write, though nineteen in
- * twenty of them were reads, and refused a cold burst the database then served within the bound. So a write is
- * priced at what the recent busy time leaves per write once the reads in it are priced at the reads' own rate (from
- * windows without writes, once it rests on PREON_DB_SVC_TRUSTED of them), and at least at a read's. Without a write's
- * worth of answers in the recent busy time (the rest would be noise over a fraction of a write), or before the reads
- * have been measured alone, every query costs the rate of all, as before.
+ * commits that waited ~3 ms for the disk, a write took ~3 ms of its connection's time and a read 0.01-0.04 ms. Priced
+ * alike, a stretch of windows answering writes made every query ahead cost about a write, though nineteen in twenty
+ * of them were reads, and refused a cold burst the database then served within the bound.
+ *
+ * So reads and writes are priced apart, at the read and write times that best explain the recent windows (least
+ * squares: each window's time = its reads x read + its writes x write), once PREON_DB_SVC_WRITES_SPLIT writes have
+ * been measured, a write's worth is in the recent windows, and those mix the two in different proportions. Not one
+ * kind's windows alone, nor the busy time left after the other kind's: windows of reads alone grew rare once writes
+ * came in, and what the jitter of 300 reads left beside the one write in their window once priced that write at
+ * 10 ms, over three times what writes took. A kind too cheap to show in the windows' time comes out below zero: it costs
+ * nothing then, and the other all. Without writes lately, with too few, or when the windows mix the two in one
+ * proportion (then the queue likely does too), every query costs the rate of all, as before: a workload of reads
+ * alone is judged exactly as it was.
  */
 double preon_db_cost_ms(const preon_db_conn_t *c, size_t reads, size_t writes)
 {
-    const svc_rate_t *all = &c->svc;
-    if (all->writes < 1 || c->svc_read_n < PREON_DB_SVC_TRUSTED)
-        return (double)(reads + writes) * all->ms;
-    double read = c->svc_read.ms, write = (all->busy_ms - read * (all->answered - all->writes)) / all->writes;
-    return (double)reads * read + (double)writes * (write > read ? write : read);
+    const svc_t *v = &c->svc;
+    double det = v->rr * v->ww - v->rw * v->rw;
+    if (v->writes_n >= PREON_DB_SVC_WRITES_SPLIT && v->writes >= 1 && v->reads > 0 && det > 0.05 * v->rr * v->ww) {
+        double read = (v->rt * v->ww - v->wt * v->rw) / det, write = (v->wt * v->rr - v->rt * v->rw) / det;
+        if (read < 0)
+            read = 0, write = v->wt / v->ww;
+        else if (write < 0)
+            write = 0, read = v->rt / v->rr;
+        return (double)reads * read + (double)writes * write;
+    }
+    return (double)(reads + writes) * v->ms;
 }
 
 /* The expected wait, in ns, of the work of `reads` reads and `writes` writes (those ahead of a request and its own). */
