@@ -117,7 +117,7 @@ def parse_target(spec):
     seccomp=unconfined)."""
     if spec == "preon":
         return preon_spec()
-    if spec.startswith("preon,"):  # preon under another name and/or with settings: preon,name=x,env='PREON_…=…'
+    if spec.startswith("preon,"):  # preon under another name, with settings or another build: preon,name=x,env=…,binary=…
         out = dict(preon_spec(), **parse_target("name=preon,start=-,url=-," + spec[len("preon,"):]))
         for key in ("start", "url"):
             del out[key]
@@ -147,8 +147,8 @@ def make_target(t, preon_bin, pgport, pgdir=None, build_first=True, partition=No
     extra = dict(kv.split("=", 1) for kv in shlex.split(t.get("env", "")))  # env='KEY=value KEY2=value'
     if t.get("preon"):
         port = free_port()
-        return Target(t["name"], argv_in([preon_bin]), dict(preon_env(pgport, port), **extra), port, binary=preon_bin,
-                      spec=t)
+        binary = t.get("binary") or preon_bin  # preon,name=preon-stock,binary=build-stock/preon: another build of it
+        return Target(t["name"], argv_in([binary]), dict(preon_env(pgport, port), **extra), port, binary=binary, spec=t)
     if t.get("image"):
         port = free_port()
         pg = dict(PGHOST="127.0.0.1", PGPORT=str(pgport), PGDATABASE="preon", PGUSER="postgres")

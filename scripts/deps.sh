@@ -5,9 +5,13 @@
 #        scripts/deps.sh stack                  run, plus deploy/stack/'s engines (etcd, Patroni, HAProxy, PgBouncer)
 set -euo pipefail
 
-build=(cmake make gcc pkg-config libh2o-evloop-dev libpq-dev libssl-dev libjansson-dev libyaml-dev)
+# build: h2o and libpq from Debian's source packages (scripts/sources/build.sh: dpkg-dev unpacks them), linked
+# statically with Debian's static OpenSSL, zlib, jansson and libyaml
+build=(cmake make gcc pkg-config dpkg-dev patch libssl-dev zlib1g-dev libjansson-dev libyaml-dev)
+# the stock build (-DPREON_DEPS=system), which the test command also builds: Debian's shared h2o and libpq
+stock=(libh2o-evloop-dev libpq-dev)
 run=(postgresql-15 postgresql-client-15 curl)
-test=(libcmocka-dev python3 python3-prometheus-client python3-venv util-linux wrk siege debootstrap docker.io binutils clang libclang-rt-14-dev valgrind clang-format git openssl strace linux-perf)
+test=(libcmocka-dev python3 python3-prometheus-client python3-h2 python3-venv util-linux wrk siege debootstrap docker.io binutils clang libclang-rt-14-dev valgrind clang-format git openssl strace linux-perf)
 # bench/peers/: their build.sh install these too (Go, when none is on PATH, is Debian's; go.mod's toolchain then
 # comes from the Go module proxy); the test command has them at hand
 peers=(maven openjdk-17-jdk-headless ca-certificates)
@@ -21,8 +25,8 @@ case "${1:-build}" in
     build) ;;
     run) want+=("${run[@]}") ;;
     stack) want+=("${run[@]}" "${stack[@]}") ;;
-    test) want+=("${run[@]}" "${test[@]}" "${peers[@]}" "${stack[@]}") ;;
-    bench) want+=("${run[@]}" "${test[@]}" "${peers[@]}" "${stack[@]}" "${bench[@]}") ;;
+    test) want+=("${stock[@]}" "${run[@]}" "${test[@]}" "${peers[@]}" "${stack[@]}") ;;
+    bench) want+=("${stock[@]}" "${run[@]}" "${test[@]}" "${peers[@]}" "${stack[@]}" "${bench[@]}") ;;
     *) echo "usage: $0 build|run|test|bench|stack" >&2; exit 2 ;;
 esac
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs every test: installs what is missing (apt-get), builds preon three times (release with -Werror,
-# ASan+UBSan), starts a private PostgreSQL in a temp folder on its own port, runs the unit and integration
-# tests against both builds with ctest, stops PostgreSQL, and ends with "N passed, N failed".
+# Runs every test: installs what is missing (apt-get), builds preon four times — release with -Werror and ASan+UBSan
+# (h2o and libpq from Debian's sources with preon's patches, scripts/sources/; built once, then cached), the libFuzzer
+# targets, and the stock build on Debian's own h2o and libpq —, starts a private PostgreSQL in a temp folder on its
+# own port, runs each build's tests with ctest, stops PostgreSQL, and ends with "N passed, N failed".
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
@@ -19,6 +20,9 @@ echo "==> building the libFuzzer targets with clang (build-fuzz/)"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DPREON_FUZZ=ON \
     -DPREON_FUZZ_SECONDS="${PREON_FUZZ_SECONDS:-30}" >/dev/null
 cmake --build build-fuzz -j"$JOBS" >/dev/null
+echo "==> building the stock build on Debian's h2o and libpq as shipped (build-stock/)"
+cmake -S . -B build-stock -DCMAKE_BUILD_TYPE=Release -DPREON_DEPS=system >/dev/null
+cmake --build build-stock -j"$JOBS" >/dev/null
 
 PGDIR=$(mktemp -d /tmp/preon-test-pg.XXXXXX)
 chmod 755 "$PGDIR"
@@ -38,7 +42,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export LSAN_OPTIONS=suppressions=$REPO/tests/lsan.supp:print_suppressions=0
 
 passed=0 failed=0 status=0
-for dir in build build-asan build-fuzz; do
+for dir in build build-asan build-fuzz build-stock; do
     echo "==> ctest in $dir"
     log=$(mktemp)
     (cd "$dir" && ctest --output-on-failure --timeout 300) 2>&1 | tee "$log" || status=1

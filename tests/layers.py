@@ -10,7 +10,6 @@ sources; include/preon/ holds what crosses a boundary:
   - the service (src/service/) reaches neither the server's header nor its thread struct (src/server/thread.h):
     include/preon/service.h and dbreq.h are its only way in;
   - only src/db/ includes libpq-fe.h, only src/config/ yaml.h;
-  - the interposed libc calls (src/interpose/) reach only include/preon/interpose.h: no server, db or h2o header;
   - a folder's own headers are included from that folder alone (tests aside);
   - every header of include/preon/ is included from at least two folders of src/ (else it belongs beside its sources);
   - no two headers include each other, directly or through others.
@@ -34,13 +33,10 @@ RULES = [  # (file, headers its include closure must not reach)
     ("include/preon/dbreq.h", ("preon/server.h", "thread.h", "preon/app.h")),
     ("include/preon/app.h", ("preon/server.h", "thread.h")),
     ("src/service/handlers.h", ("preon/server.h", "thread.h")),
-    # the interposed libc calls hold no mechanism: they call the hooks of include/preon/interpose.h and nothing else
-    ("src/interpose/interpose.c", ("preon/server.h", "preon/db.h", "preon/service.h", "thread.h", "coalesce.h",
-                                   "lazyep.h", "internal.h", "h2o.h")),
 ]
 SERVICE_DIR, SERVICE_BANNED = "src/service", ("preon/server.h", "thread.h", "cpus.h", "observe.h", "internal.h")
 ONLY = {"libpq-fe.h": "src/db/", "yaml.h": "src/config/"}  # a library's header: who alone may include it
-LAYERS = ("src/base", "src/config", "src/db", "src/interpose", "src/server", "src/service", "src")  # src: main.c
+LAYERS = ("src/base", "src/config", "src/db", "src/server", "src/service", "src")  # src: main.c
 
 
 def layer_of(path):

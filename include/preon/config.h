@@ -10,15 +10,10 @@ typedef enum {
     PREON_SYNC_BATCH,       /* reads of many requests share a Sync; writes get their own */
     PREON_SYNC_QUERY,       /* one Sync after every query (TechEmpower's General Requirement 7) */
 } preon_sync_mode_t;
-/** server.interpose: which mechanisms the interposed libc calls reach (include/preon/interpose.h): all, none, or all
- * but one, to narrow a fault down. The values index config.c's names. */
-typedef enum {
-    PREON_INTERPOSE_NONE = 0,  /* false: every call is the system's, as h2o and libpq make it */
-    PREON_INTERPOSE_ALL,       /* true */
-    PREON_INTERPOSE_NO_WRITES, /* without-writes: writev/close as the system's (no coalescing, no graceful close) */
-    PREON_INTERPOSE_NO_EPOLL,  /* without-epoll: epoll_* as the system's (read interest taken away at once) */
-    PREON_INTERPOSE_NO_SEND,   /* without-send: libpq's send() as the system's (a write per Sync) */
-} preon_interpose_mode_t;
+/** server.http2: cleartext HTTP/2 (a prior-knowledge preface, or the h2c upgrade) off, on, or on where the build's h2o
+ * bounds HTTP/2 rapid reset (preon's patches to h2o's source; Debian's binary libh2o-evloop does not). The values index
+ * config.c's names. */
+typedef enum { PREON_HTTP2_OFF = 0, PREON_HTTP2_ON, PREON_HTTP2_AUTO } preon_http2_mode_t;
 /** What stands between preon and PostgreSQL: nothing, or a pooler (PgBouncer) in session or transaction mode. */
 typedef enum { PREON_POOLER_NONE = 0, PREON_POOLER_SESSION, PREON_POOLER_TRANSACTION } preon_pooler_t;
 
@@ -40,8 +35,7 @@ typedef struct st_preon_config_t {
         int request_timeout_ms;  /* a request still waiting for the database after this gets 504 */
         int idle_timeout_ms;     /* an idle keep-alive connection (or a slow request head) is closed after this */
         int max_connections;     /* open client connections over all threads; more are refused */
-        int interpose;           /* which interposed calls' mechanisms are on (a preon_interpose_mode_t) */
-        int http2;               /* h2c upgrade allowed (off: h2o 2.2.5 lacks the HTTP/2 rapid-reset fix) */
+        int http2;               /* a preon_http2_mode_t; the server resolves auto (preon_server_http2) */
         int drain_delay_ms;      /* after SIGTERM: ready turns 503 at once, listeners close after this */
     } server;
     struct {

@@ -130,10 +130,6 @@ preon_db_target_t *preon_db_target_create(const char *url, int client_check_ms, 
 /** Frees a target. Accepts NULL. */
 void preon_db_target_destroy(preon_db_target_t *t);
 
-/** Registers libpq's send() hook (db/wbuf.c: a connection's writes of a loop pass leave in one system call; see
- * include/preon/interpose.h). Once, before any pool is created; without it libpq's writes are its own. */
-void preon_db_interpose(void);
-
 /**
  * Creates a pool on `loop` and starts connecting its connections in the background (a database that is down
  * is not an error: the pool keeps retrying with back-off). `cfg`, `target`, `statements` and `counters` (initialised

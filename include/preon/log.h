@@ -26,9 +26,6 @@ void preon_log_configure(preon_log_level_t level, preon_log_format_t format, int
 /** The levels' names, by preon_log_level_t, then NULL (config.c's enum of log.level uses it too). */
 extern const char *const preon_log_level_names[];
 
-/** Parses "error", "warn", "info" or "debug"; returns the level or -1. */
-int preon_log_level_parse(const char *s);
-
 /** Starts the writer thread. Call once from the main thread before the loops start. */
 void preon_log_start(void);
 
@@ -56,7 +53,7 @@ void preon_log_access(const char *method, size_t method_len, const char *path, s
 
 #define PREON_LOG(level, ...)                                                                                                      \
     do {                                                                                                                           \
-        if ((level) <= __atomic_load_n(&preon_log_level, __ATOMIC_RELAXED))                                                        \
+        if ((int)(level) <= (int)__atomic_load_n(&preon_log_level, __ATOMIC_RELAXED))                                              \
             preon_log_write((level), __VA_ARGS__);                                                                                 \
     } while (0)
 #define preon_log_error(...) PREON_LOG(PREON_LOG_ERROR, __VA_ARGS__)

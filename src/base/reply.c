@@ -88,6 +88,8 @@ void preon_reply_error(h2o_req_t *req, int status, const char *message)
 
 void preon_reply_errno(h2o_req_t *req, int err)
 {
+    if (err == PREON_ESHUTDOWN)
+        req->http1_is_persistent = 0; /* this instance is going away: the client's next request belongs elsewhere */
     preon_reply_error(req, preon_err_http_status(err), preon_strerror(err));
 }
 

@@ -34,7 +34,7 @@ static const char *const sync_modes[] = {"request", "batch", "query", NULL};
 static const char *const poolers[] = {"none", "session", "transaction", NULL};
 static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const booleans[] = {"false", "true", NULL};
-static const char *const interpose_modes[] = {"false", "true", "without-writes", "without-epoll", "without-send", NULL};
+static const char *const http2_modes[] = {"false", "true", "auto", NULL}; /* preon_http2_mode_t */
 
 #define OFF(f) offsetof(preon_config_t, f)
 static const config_entry_t entries[] = {
@@ -47,9 +47,8 @@ static const config_entry_t entries[] = {
     {"server", "request_timeout_ms", T_INT, OFF(server.request_timeout_ms), 10, 3600000, NULL, "10000"},
     {"server", "idle_timeout_ms", T_INT, OFF(server.idle_timeout_ms), 100, 3600000, NULL, "10000"},
     {"server", "max_connections", T_INT, OFF(server.max_connections), 1, 10000000, NULL, "100000"},
-    {"server", "http2", T_ENUM, OFF(server.http2), 0, 0, booleans, "false"},
+    {"server", "http2", T_ENUM, OFF(server.http2), 0, 0, http2_modes, "auto"},
     {"server", "drain_delay_ms", T_INT, OFF(server.drain_delay_ms), 0, 3600000, NULL, "0"},
-    {"server", "interpose", T_ENUM, OFF(server.interpose), 0, 0, interpose_modes, "true"},
     {"database", "url", T_STRING, OFF(database.url), 0, 0, NULL, ""},
     {"database", "read_url", T_STRING, OFF(database.read_url), 0, 0, NULL, ""},
     {"database", "connections_per_thread", T_INT, OFF(database.connections_per_thread), 0, 64, NULL, "0"},

@@ -62,8 +62,6 @@ static void close_socket(preon_db_conn_t *c)
         h2o_socket_close(c->sock);
         c->sock = NULL;
     }
-    /* Before PQfinish: its Terminate message goes straight to the socket, not into a buffer nobody will write. */
-    preon_db_wbuf_clear(&c->wbuf);
     c->pg_fd = -1;
     c->write_wait = 0;
 }
@@ -88,7 +86,6 @@ static void close_pg(preon_db_conn_t *c)
 void preon_db_conn_dispose(preon_db_conn_t *c)
 {
     preon_db_conn_fail(c, PREON_ESHUTDOWN, NULL);
-    preon_db_wbuf_dispose(&c->wbuf);
     free(c->prepared);
     free(c->ring);
 }
@@ -279,36 +276,22 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, 0, why);
 }
 
-/*
- * The buffer takes send() calls on pg_fd, matched by number: that number is the socket watch_socket() knew by its
- * identity (device and inode) when it set it, and stays it while the buffer is held: our dup() keeps that socket open,
- * so no other can take its inode; libpq changes its socket only while connecting, where watch_socket() runs after
- * every step; and close_socket() clears the buffer before the number can be reused. An fstat() here would cost a
- * system call per batch to prove the same.
- */
-void preon_db_conn_hold(preon_db_conn_t *c)
+int preon_db_conn_queue_sync(preon_db_conn_t *c)
 {
-    PREON_ASSERT(c->sock != NULL && PQsocket(c->pg) == c->pg_fd);
-    preon_db_wbuf_hold(&c->wbuf, c->pg_fd);
+#ifdef LIBPQ_HAS_SEND_PIPELINE_SYNC
+    return PQsendPipelineSync(c->pg);
+#else
+    return PQpipelineSync(c->pg);
+#endif
 }
 
 void preon_db_conn_flush(preon_db_conn_t *c)
 {
-    /* Whatever libpq still buffers joins the held bytes (its send() lands in wbuf), then one write for all. */
-    preon_db_conn_hold(c);
-    int left = PQflush(c->pg); /* 1: libpq still holds bytes (without the send() hook, the socket was full) */
-    if (left < 0) {
+    int left = PQflush(c->pg); /* 1: the socket took only part; libpq keeps the rest */
+    if (left < 0)
         preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
-        return;
-    }
-    int rv = preon_db_wbuf_flush(&c->wbuf);
-    if (rv < 0) {
-        char why[128];
-        snprintf(why, sizeof(why), "could not send data to server: %s", strerror(-rv));
-        preon_db_conn_fail(c, PREON_ECONNLOST, why);
-    } else if (rv > 0 || left > 0) {
+    else if (left > 0)
         want_write(c);
-    }
 }
 
 /* Pipeline mode and every statement prepared; queries may follow at once, in the same pipeline. */
@@ -321,11 +304,10 @@ static void become_ready(preon_db_conn_t *c)
     }
     /* Each Prepare behind its own Sync: a statement whose table is missing must not abort the others. Behind a
      * transaction pooler nothing is prepared: the next transaction may run on another server connection. One write
-     * for all of them. */
-    preon_db_conn_hold(c);
+     * for all of them (with PQsendPipelineSync). */
     for (size_t i = 0; i < pool->nstmts && pool->cfg->database.pooler != PREON_POOLER_TRANSACTION; i++) {
         const preon_db_statement_t *s = &pool->stmts[i];
-        if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL) || !PQpipelineSync(c->pg)) {
+        if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL) || !preon_db_conn_queue_sync(c)) {
             preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
         }

@@ -81,30 +81,16 @@ typedef struct {
     char why[256];      /* ... and this message */
 } segment_t;
 
-/*
- * A connection's outgoing bytes while preon, not libpq, writes them (wbuf.c): libpq's send() calls on the socket land
- * here while the buffer is held or still has bytes the socket did not take, and preon_db_wbuf_flush writes them in
- * one system call.
- */
-typedef struct st_preon_db_wbuf_t {
-    struct st_preon_db_wbuf_t *next; /* the thread's list of buffers taking send() calls */
-    int linked;                      /* on that list */
-    int fd;                          /* libpq's socket (PQsocket) */
-    char *buf;
-    size_t off, len, cap; /* bytes [off, len) are still to be written */
-} preon_db_wbuf_t;
-
 typedef struct st_preon_db_conn_t {
     preon_db_pool_t *pool;
     unsigned index;
     conn_state_t state; /* changed only by set_state, which keeps the pool's counters by state */
     PGconn *pg;
-    h2o_socket_t *sock;   /* owns a dup() of PQsocket(pg), so that h2o's close does not close libpq's fd */
-    int pg_fd;            /* the PQsocket() value `sock` duplicates; libpq may change it while connecting */
-    dev_t pg_dev;         /* ... and that socket's identity: libpq may close its socket and get a new one under */
-    ino_t pg_ino;         /* the same number within one connect (next host, SSL retry) */
-    int write_wait;       /* h2o_socket_notify_write pending on sock */
-    preon_db_wbuf_t wbuf; /* what libpq sent in this loop pass, written by preon_db_conn_flush */
+    h2o_socket_t *sock; /* owns a dup() of PQsocket(pg), so that h2o's close does not close libpq's fd */
+    int pg_fd;          /* the PQsocket() value `sock` duplicates; libpq may change it while connecting */
+    dev_t pg_dev;       /* ... and that socket's identity: libpq may close its socket and get a new one under */
+    ino_t pg_ino;       /* the same number within one connect (next host, SSL retry) */
+    int write_wait;     /* h2o_socket_notify_write pending on sock */
     uint64_t state_since;
     uint64_t retry_at;
     unsigned backoff_ms;
@@ -182,9 +168,12 @@ void preon_db_conn_connect_timed_out(preon_db_conn_t *c);
 uint64_t preon_db_conn_head_since(const preon_db_conn_t *c);
 /** When the oldest query the connection holds unanswered was submitted (preon_now_ns); 0 when it holds none. */
 uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c);
-/** Holds libpq's writes to the socket in c->wbuf, until preon_db_conn_flush. */
-void preon_db_conn_hold(preon_db_conn_t *c);
-/** Writes what libpq and c->wbuf hold; waits for writability if the socket is full; fails the connection if it broke. */
+/** Queues a Sync behind the queries before it: 1, or 0 when libpq could not (the connection is broken). With a libpq
+ * that has PQsendPipelineSync (preon's patched one, or PostgreSQL 17's) the Sync leaves with the next flush; with
+ * Debian's libpq 15 as shipped it is written at once (PQpipelineSync). */
+int preon_db_conn_queue_sync(preon_db_conn_t *c);
+/** Writes what libpq holds (one write for the whole loop pass); waits for writability if the socket is full; fails the
+ * connection if it broke. */
 void preon_db_conn_flush(preon_db_conn_t *c);
 
 /* pipeline.c: what flows through a ready connection */
@@ -192,27 +181,9 @@ void preon_db_conn_flush(preon_db_conn_t *c);
 void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_query_t *q);
 /** Takes every result libpq can give without blocking and hands each to its entry; returns how many it took. */
 size_t preon_db_conn_read_results(preon_db_conn_t *c);
-/** Hands at most about `cap` unsent queries (whole requests; 0: all) to libpq, with their Syncs, into the held write
- * (preon_db_conn_flush writes it). */
+/** Hands at most about `cap` unsent queries (whole requests; 0: all) to libpq, with their Syncs, queued in libpq until
+ * preon_db_conn_flush writes them. */
 void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap);
-
-/* wbuf.c */
-/** The hook of send(): libpq's writes to a held socket of this thread join its buffer. */
-ssize_t preon_db_wbuf_send(int fd, const void *buf, size_t len, int flags);
-/** From now until the next flush, libpq's send() calls on `fd` append to `w` and report everything written. */
-void preon_db_wbuf_hold(preon_db_wbuf_t *w, int fd);
-/**
- * Writes what `w` holds and ends the hold: 0 when all is written, 1 when the socket took only part (the rest stays,
- * and libpq's sends on the socket keep appending behind it until a later flush writes it all), or a negative errno
- * when the socket failed (what `w` held is dropped).
- */
-int preon_db_wbuf_flush(preon_db_wbuf_t *w);
-/** Bytes held and not yet written. */
-size_t preon_db_wbuf_pending(const preon_db_wbuf_t *w);
-/** Drops what `w` holds and ends the hold (the connection is closing: its bytes have nowhere to go). */
-void preon_db_wbuf_clear(preon_db_wbuf_t *w);
-/** Clears `w` and frees its memory. */
-void preon_db_wbuf_dispose(preon_db_wbuf_t *w);
 
 /* target.c */
 const char *const *preon_db_target_keywords(const preon_db_target_t *t);

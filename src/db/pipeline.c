@@ -339,7 +339,7 @@ int preon_db_conn_may_send(const preon_db_conn_t *c)
 /* Writes a Sync and records it; 0, or PREON_ECONNLOST when libpq could not (the connection is broken). */
 static int send_sync(preon_db_conn_t *c)
 {
-    if (!PQpipelineSync(c->pg))
+    if (!preon_db_conn_queue_sync(c))
         return PREON_ECONNLOST;
     preon_db_conn_push(c, ENTRY_SYNC, 0, NULL);
     return 0;
@@ -370,9 +370,8 @@ void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap)
 {
     PREON_ASSERT(c->state == CONN_READY && c->pg != NULL);
     size_t before = c->ring_count, sent = 0;
-    /* libpq 15's PQpipelineSync writes at once: held, the batch's Syncs and queries leave in one write when the pass
-     * ends (preon_db_conn_flush), as PQsendPipelineSync (libpq 17) and one flush would send them. */
-    preon_db_conn_hold(c);
+    /* The batch's queries and Syncs are only queued in libpq: they leave in one write when the pass ends
+     * (preon_db_conn_flush). */
     /* A Sync is owed for the queries written since the last one (the open segment); `open_shared` says whether
      * another request's shared read may still join it, `continues` whether the next query is the same request's
      * transaction, `same_request` whether it is the same request's at all (a batch ends only between requests). */

@@ -66,7 +66,7 @@ static unsigned cgroup_cpu_limit(void)
     return quota > 0 && period > 0 ? (unsigned)((quota + period - 1) / period) : 0;
 }
 
-unsigned preon_usable_cpus(void)
+unsigned preon__usable_cpus(void)
 {
     unsigned n = 1, q;
     cpu_set_t set;

@@ -7,6 +7,6 @@
  * cpu.cfs_quota_us / cpu.cfs_period_us, rounded up), e.g. docker --cpus. At least 1. Start-up only: it reads a few
  * small files synchronously.
  */
-unsigned preon_usable_cpus(void);
+unsigned preon__usable_cpus(void);
 
 #endif

@@ -76,7 +76,7 @@ preon_dbreq_t *preon_dbreq_create(h2o_req_t *req, size_t n, size_t datasize, con
     memset(r, 0, offsetof(preon_dbreq_t, fail_message));
     r->fail_message[0] = '\0';
     r->req = req;
-    r->thr = preon_thread_of(req);
+    r->thr = preon__thread_of(req);
     r->ops = ops;
     r->n = n;
     for (size_t i = 0; i < n; i++) {
@@ -165,10 +165,13 @@ static void answer_and_free(preon_dbreq_t *r)
     h2o_req_t *req = r->req;
     if (req != NULL) {
         r->guard->r = NULL;
-        if (r->fail_err != 0)
+        if (r->fail_err != 0) {
+            if (r->fail_err == PREON_ESHUTDOWN)
+                req->http1_is_persistent = 0; /* the instance is going away: the next request belongs elsewhere */
             preon_reply_error(req, preon_err_http_status(r->fail_err), r->fail_message);
-        else
+        } else {
             r->ops->on_done(r, req);
+        }
     }
     PREON_ASSERT(r->thr->pending > 0);
     r->thr->pending--;

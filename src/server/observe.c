@@ -25,7 +25,7 @@ static const int statuses[PREON_STATUSES] = {200, 201, 204, 400, 404, 405, 409, 
 static double start_time;
 static int statm_fd = -1;
 
-void preon_observe_init(void)
+void preon__observe_init(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -34,7 +34,7 @@ void preon_observe_init(void)
     statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 }
 
-void preon_http_metrics_init(preon_http_metrics_t *m, size_t nroutes)
+void preon__http_metrics_init(preon_http_metrics_t *m, size_t nroutes)
 {
     memset(m, 0, sizeof(*m));
     m->nroutes = nroutes;
@@ -42,7 +42,7 @@ void preon_http_metrics_init(preon_http_metrics_t *m, size_t nroutes)
     m->duration = preon_calloc(m->nroutes, sizeof(preon_hist_t));
 }
 
-void preon_http_metrics_dispose(preon_http_metrics_t *m)
+void preon__http_metrics_dispose(preon_http_metrics_t *m)
 {
     free(m->requests);
     free(m->duration);
@@ -58,7 +58,7 @@ static unsigned status_index(int status)
     return STATUS_OTHER;
 }
 
-void preon_observe_request(preon_http_metrics_t *m, const preon_config_t *cfg, unsigned thread, unsigned route, h2o_req_t *req)
+void preon__observe_request(preon_http_metrics_t *m, const preon_config_t *cfg, unsigned thread, unsigned route, h2o_req_t *req)
 {
     int status = req->res.status != 0 ? req->res.status : 499;
     struct timeval now;
@@ -86,7 +86,7 @@ static size_t canonical_route(const preon_snapshot_t *snap, size_t route)
     return route;
 }
 
-void preon_snapshot_init(preon_snapshot_t *s, h2o_mem_pool_t *pool, size_t nroutes, size_t nstatements)
+void preon__snapshot_init(preon_snapshot_t *s, h2o_mem_pool_t *pool, size_t nroutes, size_t nstatements)
 {
     memset(s, 0, sizeof(*s));
     s->nroutes = nroutes;
@@ -102,7 +102,7 @@ void preon_snapshot_init(preon_snapshot_t *s, h2o_mem_pool_t *pool, size_t nrout
     memset(s->query_durations, 0, (nstatements + 1) * sizeof(*s->query_durations));
 }
 
-void preon_snapshot_add_http(preon_snapshot_t *s, const preon_http_metrics_t *m)
+void preon__snapshot_add_http(preon_snapshot_t *s, const preon_http_metrics_t *m)
 {
     size_t n = s->nroutes * PREON_METHODS * PREON_STATUSES;
     for (size_t i = 0; i < n; i++)
@@ -266,7 +266,7 @@ static void put_process(preon_sink_t *s)
         (unsigned long long)preon_log_dropped());
 }
 
-void preon_metrics_reply(h2o_req_t *req, const preon_snapshot_t *snap)
+void preon__metrics_reply(h2o_req_t *req, const preon_snapshot_t *snap)
 {
     preon_sink_t s;
     preon_sink_init(&s, &req->pool, 16384);
@@ -276,14 +276,14 @@ void preon_metrics_reply(h2o_req_t *req, const preon_snapshot_t *snap)
     preon_reply_text(req, 200, H2O_STRLIT("text/plain; version=0.0.4; charset=utf-8"), s.buf, s.len);
 }
 
-void preon_health_live_reply(h2o_req_t *req)
+void preon__health_live_reply(h2o_req_t *req)
 {
     json_t *body = json_pack("{s:s}", "status", "UP");
     preon_reply_json(req, 200, body);
     json_decref(body);
 }
 
-void preon_health_ready_reply(h2o_req_t *req, const preon_snapshot_t *snap)
+void preon__health_ready_reply(h2o_req_t *req, const preon_snapshot_t *snap)
 {
     unsigned nthreads = snap->nthreads, without = snap->threads_without_db;
     int draining = snap->draining;

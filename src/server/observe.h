@@ -21,18 +21,18 @@ enum {
 };
 
 /** Allocates a thread's counters (zero) for `nroutes` route ids. */
-void preon_http_metrics_init(preon_http_metrics_t *m, size_t nroutes);
-void preon_http_metrics_dispose(preon_http_metrics_t *m);
+void preon__http_metrics_init(preon_http_metrics_t *m, size_t nroutes);
+void preon__http_metrics_dispose(preon_http_metrics_t *m);
 
 /** Records process start (for process_start_time_seconds) and opens /proc/self/statm. Main thread, start-up. */
-void preon_observe_init(void);
+void preon__observe_init(void);
 
 /**
  * Counts one request in `m` (its `route` id, method, status, and time since h2o began it) and writes its access line
  * if log.access is on. Called once per request, as h2o disposes of it, whatever answered it: a handler, a database
  * callback, a timeout; status 499 when nothing did. The thread that owns `m` only.
  */
-void preon_observe_request(preon_http_metrics_t *m, const preon_config_t *cfg, unsigned thread, unsigned route, h2o_req_t *req);
+void preon__observe_request(preon_http_metrics_t *m, const preon_config_t *cfg, unsigned thread, unsigned route, h2o_req_t *req);
 
 /** Every thread's counters, summed into memory of the scrape's own. */
 typedef struct st_preon_snapshot_t {
@@ -55,18 +55,18 @@ typedef struct st_preon_snapshot_t {
 } preon_snapshot_t;
 
 /** Prepares `s` for `nroutes` routes and `nstatements` statements, zeroed, in `pool`. */
-void preon_snapshot_init(preon_snapshot_t *s, h2o_mem_pool_t *pool, size_t nroutes, size_t nstatements);
+void preon__snapshot_init(preon_snapshot_t *s, h2o_mem_pool_t *pool, size_t nroutes, size_t nstatements);
 
 /** Adds one thread's HTTP counters into `s` (relaxed reads of counters the owner writes). */
-void preon_snapshot_add_http(preon_snapshot_t *s, const preon_http_metrics_t *m);
+void preon__snapshot_add_http(preon_snapshot_t *s, const preon_http_metrics_t *m);
 
 /** Answers the Prometheus scrape from `s`. */
-void preon_metrics_reply(h2o_req_t *req, const preon_snapshot_t *s);
+void preon__metrics_reply(h2o_req_t *req, const preon_snapshot_t *s);
 
 /** Answers liveness (always UP while the loop answers). */
-void preon_health_live_reply(h2o_req_t *req);
+void preon__health_live_reply(h2o_req_t *req);
 
 /** Answers readiness from `s`: every thread has a database connection, and no drain is under way. */
-void preon_health_ready_reply(h2o_req_t *req, const preon_snapshot_t *s);
+void preon__health_ready_reply(h2o_req_t *req, const preon_snapshot_t *s);
 
 #endif

@@ -12,18 +12,23 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "h2o.h"
+#include "h2o/http1.h"
+#include "h2o/http2.h"
 #include "preon/alloc.h"
-#include "coalesce.h"
-#include "lazyep.h"
 #include "cpus.h"
 #include "preon/errors.h"
-#include "preon/interpose.h"
 #include "preon/log.h"
 #include "observe.h"
 #include "preon/reply.h"
 #include "preon/router.h"
 #include "preon/server.h"
 #include "thread.h"
+
+/* The most bytes of joined answers a connection holds (a client that pipelines without reading costs this much, not
+ * its answers' size), and how long a closed connection reads its client's last input before it is closed anyway. */
+#define PREON_JOIN_MAX (64u * 1024)
+#define PREON_LINGER_MS 2000
 
 /*
  * The only file that touches threads and listening sockets. Each thread owns an event loop, an h2o context,
@@ -77,15 +82,15 @@ static unsigned add_pool(preon_db_stats_t *sum, const preon_db_counters_t *c)
 static preon_snapshot_t *take_snapshot(h2o_req_t *req)
 {
     preon_snapshot_t *s = h2o_mem_alloc_pool(&req->pool, sizeof(*s));
-    preon_snapshot_init(s, &req->pool, nroutes, service->nstatements);
-    s->cfg = preon_thread_of(req)->cfg;
+    preon__snapshot_init(s, &req->pool, nroutes, service->nstatements);
+    s->cfg = preon__thread_of(req)->cfg;
     s->route_labels = route_labels;
     s->statements = service->statements;
     s->nthreads = nthreads;
     s->draining = __atomic_load_n(&draining, __ATOMIC_RELAXED);
     s->has_read_pool = s->cfg->database.read_url[0] != '\0';
     for (unsigned t = 0; t < nthreads; t++) {
-        preon_snapshot_add_http(s, &threads[t].http);
+        preon__snapshot_add_http(s, &threads[t].http);
         preon_db_counters_collect(&threads[t].db_counters, s->queries, s->query_durations);
         preon_db_counters_collect(&threads[t].db_read_counters, s->queries, s->query_durations);
         s->threads_without_db += add_pool(&s->db, &threads[t].db_counters) == 0;
@@ -96,7 +101,7 @@ static preon_snapshot_t *take_snapshot(h2o_req_t *req)
 
 void *preon_service_state(h2o_req_t *req)
 {
-    return preon_thread_of(req)->app;
+    return preon__thread_of(req)->app;
 }
 
 /*
@@ -124,12 +129,15 @@ static size_t kept_route(const h2o_req_t *req, size_t none)
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_thread_t *thr = preon__thread_of(req);
     size_t napp = service->nroutes;
     (void)self;
-    /* During a drain the connection closes after this answer, so that clients move to another instance; unless the
-     * client has already sent more (pipelined requests, in h2o's buffer or the socket's): those are answered first,
-     * the last with the close. */
+#ifndef H2O_HTTP1_GRACEFUL_SHUTDOWN
+    /* Debian's h2o (-DPREON_DEPS=system): during a drain the connection closes after this answer, so that clients move
+     * to another instance, unless the client has already sent more (pipelined requests, in h2o's buffer or the
+     * socket's): those are answered first, the last with the close. A guess from outside h2o: its buffer still holds
+     * the request being answered, so a client without pipelined requests is told to close only by the closed pool's
+     * 503. The source build decides it inside h2o (scripts/sources/h2o/24-http1-graceful-shutdown.patch). */
     if (thr->draining) {
         h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
         int unread = 0;
@@ -139,6 +147,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         if (sock == NULL || ((sock->input == NULL || sock->input->size == 0) && unread == 0))
             req->http1_is_persistent = 0;
     }
+#endif
     thr->last_request_ns = preon_now_ns();
     unsigned own = own_route(thr->cfg, req->path_normalized);
     keep_route(req, own == PREON_ROUTE__EXTRA ? napp + PREON_ROUTE_UNMATCHED : napp + own);
@@ -152,21 +161,21 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if ((preon_method_bit(req->method.base, req->method.len) & (PREON_M_GET | PREON_M_HEAD)) == 0)
         preon_reply_method_not_allowed(req, PREON_M_GET | PREON_M_HEAD); /* read-only resources */
     else if (own == PREON_ROUTE_LIVE)
-        preon_health_live_reply(req);
+        preon__health_live_reply(req);
     else if (own == PREON_ROUTE_READY)
-        preon_health_ready_reply(req, take_snapshot(req));
+        preon__health_ready_reply(req, take_snapshot(req));
     else
-        preon_metrics_reply(req, take_snapshot(req));
+        preon__metrics_reply(req, take_snapshot(req));
     return 0;
 }
 
 /* h2o calls each path's loggers once per request, from h2o_dispose_request: the one place a request is counted. */
 static void on_log_access(h2o_logger_t *self, h2o_req_t *req)
 {
-    preon_thread_t *thr = preon_thread_of(req);
+    preon_thread_t *thr = preon__thread_of(req);
     size_t route = kept_route(req, service->nroutes + PREON_ROUTE_UNMATCHED);
     (void)self;
-    preon_observe_request(&thr->http, thr->cfg, thr->index, (unsigned)route, req);
+    preon__observe_request(&thr->http, thr->cfg, thr->index, (unsigned)route, req);
 }
 
 static int open_listener(const preon_config_t *cfg, char *err, size_t errlen)
@@ -198,42 +207,31 @@ typedef struct {
     h2o_linklist_t link; /* in preon_thread_t.conns */
     h2o_socket_t *sock;
     preon_thread_t *thr;
-    int fd;
-    int tracked; /* coalesce.c closes its socket, maybe after h2o: it tells when (on_conn_release) */
 } conn_t;
 
-/* A client connection is gone: it no longer counts against server.max_connections. */
-static void on_conn_release(void *data)
-{
-    preon_thread_t *thr = data;
-    preon_counter_add(&thr->http.conns_open, (uint64_t)-1);
-    __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
-}
-
-/* The interposed calls reach the mechanism that `without` (a preon_interpose_mode_t) would leave out: server.interpose
- * takes it in, and the binary holds src/interpose/ (without it, as with -DPREON_INTERPOSE=OFF, nothing would tell
- * coalesce.c that h2o closed a socket). */
-static int interposing(const preon_config_t *cfg, int without)
-{
-    return preon_interpose_linked && cfg->server.interpose != PREON_INTERPOSE_NONE && cfg->server.interpose != without;
-}
-
+/* A client connection's socket is really closed (with the patched h2o, after its graceful close: see
+ * set_write_path): it no longer counts against server.max_connections. */
 static void on_conn_close(void *data)
 {
     conn_t *c = data;
     h2o_linklist_unlink(&c->link);
-    if (!c->tracked)
-        on_conn_release(c->thr);
+    preon_counter_add(&c->thr->http.conns_open, (uint64_t)-1);
+    __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
     free(c);
 }
 
-/* Connections whose answers are not all written yet (h2o's or coalesce.c's bytes), and closed ones still open. */
+/* Connections whose answers are not all written yet (h2o's write in progress, bytes the loop joined), and closed
+ * ones still closing. */
 static unsigned conns_writing(preon_thread_t *thr)
 {
-    unsigned n = preon_coalesce_closing();
+    unsigned n = 0;
     for (h2o_linklist_t *l = thr->conns.next; l != &thr->conns; l = l->next) {
         conn_t *c = H2O_STRUCT_FROM_MEMBER(conn_t, link, l);
-        n += h2o_socket_is_writing(c->sock) || preon_coalesce_held(c->fd) != 0;
+#ifdef H2O_EVLOOP_HAS_WRITE_CONF
+        n += h2o_socket_is_writing(c->sock) || h2o_evloop_socket_is_flushing(c->sock);
+#else
+        n += h2o_socket_is_writing(c->sock);
+#endif
     }
     return n;
 }
@@ -280,24 +278,32 @@ static int out_of_descriptors(preon_thread_t *thr)
 static void accept_some(preon_thread_t *thr, h2o_socket_t *listener, int limit)
 {
     for (int i = 0; i < limit; i++) {
+        if (__atomic_fetch_add(&open_conns, 1, __ATOMIC_RELAXED) >= max_conns) {
+            /* Over the limit: accepted and closed at once, without h2o (whose close is graceful: it would hold the
+             * socket a while longer), so the client sees a reset, not a hang; counted. */
+            __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
+            int fd = accept4(thr->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd < 0) {
+                if ((errno == EMFILE || errno == ENFILE) && out_of_descriptors(thr))
+                    continue;
+                return;
+            }
+            close(fd);
+            preon_counter_add(&thr->http.conns_accepted, 1);
+            preon_counter_add(&thr->http.conns_refused, 1);
+            continue;
+        }
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
         if (sock == NULL) {
+            __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
             if ((errno == EMFILE || errno == ENFILE) && out_of_descriptors(thr))
                 continue;
             return;
         }
         preon_counter_add(&thr->http.conns_accepted, 1);
-        if (__atomic_fetch_add(&open_conns, 1, __ATOMIC_RELAXED) >= max_conns) {
-            /* Over the limit: close at once (the client sees a reset, not a hang), and count it. */
-            __atomic_fetch_sub(&open_conns, 1, __ATOMIC_RELAXED);
-            preon_counter_add(&thr->http.conns_refused, 1);
-            h2o_socket_close(sock);
-            continue;
-        }
         preon_counter_add(&thr->http.conns_open, 1);
         conn_t *c = preon_calloc(1, sizeof(*c));
-        c->sock = sock, c->thr = thr, c->fd = h2o_socket_get_fd(sock);
-        c->tracked = preon_coalesce_track(c->fd);
+        c->sock = sock, c->thr = thr;
         h2o_linklist_insert(&thr->conns, &c->link);
         sock->on_close.cb = on_conn_close;
         sock->on_close.data = c;
@@ -343,6 +349,19 @@ static void exit_on_signal(const sigset_t *set, long ns)
     }
 }
 
+/* server.http2 as this binary applies it. auto, the default, is on where h2o bounds the requests a client may leave
+ * unanswered (H2O_HTTP2_RESET_BUDGET: preon's patch to h2o's source, scripts/sources/h2o/). Debian's binary
+ * libh2o-evloop does not: one connection could there open and reset streams without end, each starting a request
+ * (rapid reset, CVE-2023-44487), so there only true turns HTTP/2 on. */
+static int http2_on(const preon_config_t *cfg)
+{
+#ifdef H2O_HTTP2_RESET_BUDGET
+    return cfg->server.http2 != PREON_HTTP2_OFF;
+#else
+    return cfg->server.http2 == PREON_HTTP2_ON;
+#endif
+}
+
 static unsigned listeners_closed; /* first stop phase: how many threads have closed their listener */
 
 /*
@@ -370,31 +389,42 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
     thr->draining = 1;
     thr->drain_deadline = h2o_now(thr->loop) + (uint64_t)thr->cfg->server.shutdown_timeout_ms;
     close_listener(thr); /* already closed in the first phase, unless that timed out */
-    /* HTTP/2 connections get GOAWAY from h2o. Not for HTTP/1: h2o 2.2.5 then closes a connection after its current
-     * answer, dropping the pipelined requests it has read; on_req ends those connections itself, after the last. */
-    if (thr->cfg->server.http2)
-        h2o_context_request_shutdown(&thr->ctx);
+#ifdef H2O_HTTP1_GRACEFUL_SHUTDOWN
+    /* HTTP/2 connections get GOAWAY; an HTTP/1 connection closes after the answer to the last request its client has
+     * sent (scripts/sources/h2o/24-http1-graceful-shutdown.patch). */
+    h2o_context_request_shutdown(&thr->ctx);
+#else
+    /* HTTP/2 connections get GOAWAY from h2o's HTTP/2 side, told alone: Debian's h2o would close an HTTP/1 connection
+     * after its current answer, dropping the pipelined requests it has read; on_req ends those connections itself. */
+    if (http2_on(thr->cfg) && globalconf.http2.callbacks.request_shutdown != NULL)
+        globalconf.http2.callbacks.request_shutdown(&thr->ctx);
+#endif
+}
+
+/*
+ * One pass of the thread's loop. h2o_evloop_run fails only when the poller does (epoll_wait or epoll_ctl on the loop's
+ * own set): a loop that went on after that would neither serve its connections nor say so, so the process stops,
+ * loudly. A signal's EINTR is not a failure.
+ */
+static void run_pass(preon_thread_t *thr, int32_t max_wait)
+{
+    if (h2o_evloop_run(thr->loop, max_wait) != 0 && errno != EINTR) {
+        preon_log_error("thread %u: the event loop failed (%s): stopping", thr->index, strerror(errno));
+        abort();
+    }
 }
 
 static void *thread_main(void *arg)
 {
     preon_thread_t *thr = arg;
     preon_log_attach();
-#ifdef PREON_NORECYCLE
-    h2o_socket_buffer_prototype.allocator.max = 0; /* sanitizer builds: see src/server/norecycle.c */
-#endif
     h2o_socket_read_start(thr->listener, on_accept);
-    /* Pipelined requests' answers leave together at the end of each loop pass (coalesce.c). */
-    if (interposing(thr->cfg, PREON_INTERPOSE_NO_WRITES))
-        preon_coalesce_start(thr->loop, (uint64_t)thr->cfg->server.idle_timeout_ms, on_conn_release, thr);
     /* Until the stop message: serve. Then until nothing waits on the database, every answer begun is written (to
      * a client that reads) and no request has come for a moment (active keep-alive clients get Connection: close and
      * leave), or the shutdown deadline. */
     while (!thr->draining || ((thr->pending != 0 || conns_writing(thr) != 0 || preon_now_ns() - thr->last_request_ns < 100000000) &&
-                              h2o_now(thr->loop) < thr->drain_deadline)) {
-        h2o_evloop_run(thr->loop, thr->draining ? 10 : INT32_MAX);
-        preon_coalesce_pass_end();
-    }
+                              h2o_now(thr->loop) < thr->drain_deadline))
+        run_pass(thr, thr->draining ? 10 : INT32_MAX);
     unsigned writing = conns_writing(thr);
     if (writing != 0)
         preon_log_warn("thread %u: %u connections still writing at shutdown: their clients did not read their answers "
@@ -411,11 +441,8 @@ static void *thread_main(void *arg)
     if (thr->db_read != NULL)
         preon_db_pool_close(thr->db_read);
     uint64_t grace_end = h2o_now(thr->loop) + 50;
-    while (h2o_now(thr->loop) < grace_end) {
-        h2o_evloop_run(thr->loop, 10);
-        preon_coalesce_pass_end();
-    }
-    preon_coalesce_stop();
+    while (h2o_now(thr->loop) < grace_end)
+        run_pass(thr, 10);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->close_receiver);
     h2o_timeout_dispose(thr->loop, &thr->request_timeout);
@@ -425,9 +452,26 @@ static void *thread_main(void *arg)
     preon_db_pool_destroy(thr->db);
     preon_db_pool_destroy(thr->db_read);
     thr->db = thr->db_read = NULL;
-    preon_lazyep_thread_end();
     preon_log_detach();
     return NULL;
+}
+
+/* Says once at start-up whether HTTP/2 is on, and whether rapid reset is bounded. */
+static void log_http2(const preon_config_t *cfg)
+{
+#ifdef H2O_HTTP2_RESET_BUDGET
+    if (http2_on(cfg))
+        preon_log_info("HTTP/2 on (cleartext: prior knowledge and the h2c upgrade); a connection may leave %d requests "
+                       "unanswered beyond those answered, then gets GOAWAY",
+                       H2O_HTTP2_RESET_BUDGET);
+#else
+    if (http2_on(cfg))
+        preon_log_warn("server.http2 is true, but this build's h2o (Debian's binary libh2o-evloop) does not bound HTTP/2 "
+                       "rapid reset (CVE-2023-44487): keep preon behind a proxy that does");
+    else if (cfg->server.http2 == PREON_HTTP2_AUTO)
+        preon_log_info("HTTP/2 off: this build's h2o (Debian's binary libh2o-evloop) does not bound HTTP/2 rapid reset; "
+                       "preon's build from source does");
+#endif
 }
 
 static void setup_globalconf(const preon_config_t *cfg)
@@ -436,8 +480,9 @@ static void setup_globalconf(const preon_config_t *cfg)
     /* No name here: h2o 2.2.5 would sprintf it into every head; preon's replies carry their Server header themselves
      * (reply.c). Only h2o's own answers to unparsable requests go without one. */
     globalconf.server_name = h2o_iovec_init(H2O_STRLIT(""));
-    /* h2o 2.2.5 predates the HTTP/2 rapid-reset fix (CVE-2023-44487): HTTP/1.1 only unless configured. */
-    globalconf.http1.upgrade_to_http2 = cfg->server.http2;
+    /* HTTP/2: a prior-knowledge preface or an h2c upgrade; without it a preface is a malformed HTTP/1 request (400) */
+    globalconf.http1.upgrade_to_http2 = http2_on(cfg);
+    globalconf.http2.idle_timeout = (uint64_t)cfg->server.idle_timeout_ms;
     globalconf.max_request_entity_size = (size_t)cfg->server.max_body_bytes;
     /* h2o's HTTP/1 "request timeout" is the time allowed for a request head, and for a keep-alive pause. */
     globalconf.http1.req_timeout = (uint64_t)cfg->server.idle_timeout_ms;
@@ -497,25 +542,40 @@ static unsigned long long limit_connections(const preon_config_t *cfg)
 
 /* Everything a loop thread owns, set up before its loop runs, so that a signal arriving at once finds every
  * receiver registered. Returns 0, or -1 with the reason in `err`. */
+/*
+ * How the loop writes to its connections. Built from Debian's sources, h2o carries preon's patches of its write path
+ * (scripts/sources/h2o/): the answers to pipelined requests of one loop pass leave in one write, held bytes bounded
+ * (then h2o's own backpressure); a write whose peer takes nothing for server.idle_timeout_ms fails; a connection is
+ * closed gracefully (shut down for writing, the client's last input read for up to PREON_LINGER_MS, or
+ * server.idle_timeout_ms if shorter), so that its last
+ * answer arrives whole, and counts against server.max_connections until it is really closed. Debian's own h2o
+ * (-DPREON_DEPS=system) does none of it (docs/architecture.md).
+ */
+static void set_write_path(h2o_evloop_t *loop, const preon_config_t *cfg)
+{
+#ifdef H2O_EVLOOP_HAS_WRITE_CONF
+    uint64_t idle_ms = (uint64_t)cfg->server.idle_timeout_ms;
+    h2o_evloop_write_conf_t conf = {.join_max = PREON_JOIN_MAX,
+                                    .write_timeout = idle_ms,
+                                    .linger_timeout = idle_ms < PREON_LINGER_MS ? idle_ms : PREON_LINGER_MS};
+    h2o_evloop_set_write_conf(loop, &conf);
+#else
+    (void)loop, (void)cfg;
+#endif
+}
+
 static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_t *cfg, const preon_db_target_t *target,
                         const preon_db_target_t *read_target, char *err, size_t errlen)
 {
     int fd = open_listener(cfg, err, errlen);
     if (fd < 0)
-        return -1;
+        return PREON_EIO;
     char tag[16];
     snprintf(tag, sizeof(tag), "t%u", index);
     thr->index = index;
     thr->cfg = cfg;
     thr->loop = h2o_evloop_create();
-    /* its epoll set: read interest is taken away lazily (lazyep.c) */
-    if (interposing(cfg, PREON_INTERPOSE_NO_EPOLL) && preon_lazyep_adopt() != 0) {
-        snprintf(err, errlen,
-                 "h2o's epoll set was not seen being created (its epoll_create() no longer reaches preon's); "
-                 "set server.interpose to false to run without the interposed calls");
-        close(fd);
-        return -1;
-    }
+    set_write_path(thr->loop, cfg);
     thr->listener = h2o_evloop_socket_create(thr->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     thr->listen_fd = fd;
     thr->spare_fd = dup(fd);
@@ -526,7 +586,7 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     thr->accept_ctx.hosts = globalconf.hosts;
     h2o_multithread_register_receiver(thr->ctx.queue, &thr->receiver, on_stop);
     h2o_multithread_register_receiver(thr->ctx.queue, &thr->close_receiver, on_close_listener);
-    preon_http_metrics_init(&thr->http, nroutes);
+    preon__http_metrics_init(&thr->http, nroutes);
     h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
     h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
     thr->accept_pause_entry.cb = on_accept_resume;
@@ -588,13 +648,13 @@ static void join_threads(const sigset_t *set)
     for (unsigned i = 0; i < nthreads; i++) {
         preon_db_counters_dispose(&threads[i].db_counters);
         preon_db_counters_dispose(&threads[i].db_read_counters);
-        preon_http_metrics_dispose(&threads[i].http);
+        preon__http_metrics_dispose(&threads[i].http);
     }
 }
 
 unsigned preon_server_threads(const preon_config_t *cfg)
 {
-    return cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon_usable_cpus();
+    return cfg->server.threads != 0 ? (unsigned)cfg->server.threads : preon__usable_cpus();
 }
 
 int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target, const preon_db_target_t *read_target,
@@ -610,21 +670,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
     signal(SIGUSR1, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     unsigned long long nofile = limit_connections(cfg);
-    /* Before any loop exists: the interposed calls reach their mechanisms from now on (include/preon/interpose.h). */
-    if (interposing(cfg, PREON_INTERPOSE_NO_WRITES))
-        preon_interpose_hooks.writev = preon_coalesce_writev;
-    /* close() serves both: a closing socket's held bytes (coalesce.c), and its registration in a set lazyep.c keeps
-     * (a number closed under it and reused would inherit it). Either one off, it does only the other's part. */
-    if (interposing(cfg, PREON_INTERPOSE_NO_WRITES) || interposing(cfg, PREON_INTERPOSE_NO_EPOLL))
-        preon_interpose_hooks.close = preon_coalesce_close;
-    if (interposing(cfg, PREON_INTERPOSE_NO_EPOLL)) {
-        preon_interpose_hooks.epoll_create = preon_lazyep_create;
-        preon_interpose_hooks.epoll_ctl = preon_lazyep_ctl;
-        preon_interpose_hooks.epoll_wait = preon_lazyep_wait;
-    }
-    if (interposing(cfg, PREON_INTERPOSE_NO_SEND))
-        preon_db_interpose();
-    preon_observe_init();
+    preon__observe_init();
     if (service->init(cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "preon: %s\n", err);
         return PREON_EINVAL;
@@ -653,6 +699,7 @@ int preon_server_run(const preon_config_t *cfg, const preon_db_target_t *target,
         h2o_multithread_create_thread(&threads[i].tid, NULL, thread_main, &threads[i]);
     preon_log_info("preon %s listening on %s:%d with %u threads (open files limit %llu)", PREON_VERSION, cfg->server.listen,
                    cfg->server.port, nthreads, nofile);
+    log_http2(cfg);
     if (max_conns < (uint64_t)cfg->server.max_connections)
         preon_log_info("the open files limit (%llu) allows %llu client connections, fewer than server.max_connections "
                        "(%d): more are refused",

@@ -48,7 +48,7 @@ typedef struct st_preon_thread_t {
 } preon_thread_t;
 
 /** The thread that owns `req` (its h2o context is the thread's first member). */
-static inline preon_thread_t *preon_thread_of(h2o_req_t *req)
+static inline preon_thread_t *preon__thread_of(h2o_req_t *req)
 {
     return (preon_thread_t *)req->conn->ctx;
 }

@@ -5,7 +5,7 @@
 #include "body.h"
 #include "preon/errors.h"
 
-int preon_is_json_media_type(const char *v, size_t len)
+int preon__is_json_media_type(const char *v, size_t len)
 {
     static const char type[] = "application/json";
     size_t n = sizeof(type) - 1;
@@ -69,8 +69,8 @@ static int is_integral(const json_t *v)
     return json_is_real(v) && x > -9.2e18 && x < 9.2e18 && (double)(long long)x == x;
 }
 
-int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *err,
-                           size_t errlen)
+int preon__fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *err,
+                            size_t errlen)
 {
     json_error_t jerr;
     *doc = NULL;

@@ -9,7 +9,7 @@
 #define PREON_FRUIT_NAME_MAX 255
 
 /** Whether a Content-Type value is application/json, case-insensitively, parameters (";charset=utf-8") allowed. */
-int preon_is_json_media_type(const char *value, size_t len);
+int preon__is_json_media_type(const char *value, size_t len);
 
 /**
  * Validates a fruit body: a JSON object whose "name" is a non-empty string of at most PREON_FRUIT_NAME_MAX
@@ -18,7 +18,7 @@ int preon_is_json_media_type(const char *value, size_t len);
  * decrefs it) and points `*name`/`*name_len` into it. On failure returns PREON_EINVAL and writes a message for
  * the client, naming the problem, into `err`.
  */
-int preon_fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *err,
-                           size_t errlen);
+int preon__fruit_body_parse(const char *body, size_t len, json_t **doc, const char **name, size_t *name_len, char *err,
+                            size_t errlen);
 
 #endif

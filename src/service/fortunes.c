@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "handlers.h"
+#include "preon/errors.h"
 #include "preon/assert.h"
 #include "preon/reply.h"
 #include "template.h"
@@ -21,20 +22,20 @@ static preon_template_t *fortunes_template;
 enum { NAME_FORTUNES, NAME_ID, NAME_MESSAGE };
 static const char *const names[] = {"fortunes", "id", "message", NULL};
 
-int preon_fortunes_init(char *err, size_t errlen)
+int preon__fortunes_init(char *err, size_t errlen)
 {
     char why[128];
-    fortunes_template = preon_template_compile(preon_template_fortunes, preon_template_fortunes_len, names, why, sizeof(why));
+    fortunes_template = preon__template_compile(preon_template_fortunes, preon_template_fortunes_len, names, why, sizeof(why));
     if (fortunes_template == NULL) {
         snprintf(err, errlen, "src/service/templates/fortunes.mustache: %s", why);
-        return -1;
+        return PREON_EINVAL;
     }
     return 0;
 }
 
-void preon_fortunes_dispose(void)
+void preon__fortunes_dispose(void)
 {
-    preon_template_destroy(fortunes_template);
+    preon__template_destroy(fortunes_template);
     fortunes_template = NULL;
 }
 
@@ -119,7 +120,7 @@ static void on_rows(preon_dbreq_t *r, size_t index, const preon_db_result_t *res
     f.rows[n].message = h2o_iovec_init(H2O_STRLIT("Additional fortune added at request time."));
     sort_fortunes(f.rows, f.n);
     preon_sink_init(out, pool, 2048);
-    preon_template_render(fortunes_template, &data, &f, out);
+    preon__template_render(fortunes_template, &data, &f, out);
 }
 
 static void on_done(preon_dbreq_t *r, h2o_req_t *req)
@@ -131,7 +132,7 @@ static void on_done(preon_dbreq_t *r, h2o_req_t *req)
 
 static const preon_dbreq_ops_t ops = {.on_result = on_rows, .on_done = on_done, .syncs = PREON_DBREQ_SYNCS_STRICT};
 
-void preon_tfb_fortunes(h2o_req_t *req, h2o_iovec_t param)
+void preon__tfb_fortunes(h2o_req_t *req, h2o_iovec_t param)
 {
     (void)param;
     preon_dbreq_run_one(req, PREON_STMT_FORTUNES, 0, NULL, sizeof(preon_sink_t), &ops);

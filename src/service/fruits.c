@@ -18,8 +18,8 @@ typedef struct {
     int limit, rows;
 } fruits_data_t;
 
-/* Writes result row `row` (id, name) as a JSON object into `out`; -1 (nothing written) if the name is not valid
- * UTF-8. */
+/* Writes result row `row` (id, name) as a JSON object into `out`; PREON_EINVAL (nothing written) if the name is not
+ * valid UTF-8. */
 static int put_fruit(preon_sink_t *out, const preon_db_result_t *res, int row, long long *id)
 {
     size_t idlen, namelen;
@@ -81,7 +81,7 @@ static int read_id(h2o_req_t *req, h2o_iovec_t param, char *text, size_t len)
 {
     int32_t id;
     char why[64];
-    if (preon_parse_id(param.base, param.len, &id, why, sizeof(why)) != 0) {
+    if (preon__parse_id(param.base, param.len, &id, why, sizeof(why)) != 0) {
         char msg[128];
         snprintf(msg, sizeof(msg), "parameter 'id' %s", why);
         preon_reply_error(req, 400, msg);
@@ -107,7 +107,7 @@ static const preon_dbreq_ops_t list_ops = {.on_result = on_list, .on_done = on_p
 static const preon_dbreq_ops_t one_ops = {.on_result = on_one, .on_done = on_done, .syncs = PREON_DBREQ_SYNCS_API};
 
 /* GET /fruits[?after=ID&limit=N]: one page of rows in id order, keyset-paged (docs/api.md, "Paging"). */
-void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param)
+void preon__fruits_list(h2o_req_t *req, h2o_iovec_t param)
 {
     preon_page_t page;
     char why[96], after[16], limit[16];
@@ -115,7 +115,7 @@ void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param)
     h2o_iovec_t qs = req->query_at == SIZE_MAX
                          ? h2o_iovec_init("", 0)
                          : h2o_iovec_init(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1);
-    if (preon_query_page(qs.base, qs.len, &page, why, sizeof(why)) != 0) {
+    if (preon__query_page(qs.base, qs.len, &page, why, sizeof(why)) != 0) {
         preon_reply_error(req, 400, why);
         return;
     }
@@ -129,7 +129,7 @@ void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param)
 }
 
 /* GET /fruits/{id}: one row, 404 if none, 400 if id is not a positive 32-bit integer. */
-void preon_fruits_get(h2o_req_t *req, h2o_iovec_t param)
+void preon__fruits_get(h2o_req_t *req, h2o_iovec_t param)
 {
     char text[16];
     if (read_id(req, param, text, sizeof(text)) != 0)
@@ -177,13 +177,13 @@ static const preon_dbreq_ops_t delete_ops = {.on_result = on_written, .on_done =
 static json_t *read_body(h2o_req_t *req, const char **name, size_t *name_len)
 {
     ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
-    if (ct == -1 || !preon_is_json_media_type(req->headers.entries[ct].value.base, req->headers.entries[ct].value.len)) {
+    if (ct == -1 || !preon__is_json_media_type(req->headers.entries[ct].value.base, req->headers.entries[ct].value.len)) {
         preon_reply_error(req, 415, "Content-Type must be application/json");
         return NULL;
     }
     json_t *doc;
     char why[256];
-    if (preon_fruit_body_parse(req->entity.base, req->entity.len, &doc, name, name_len, why, sizeof(why)) != 0) {
+    if (preon__fruit_body_parse(req->entity.base, req->entity.len, &doc, name, name_len, why, sizeof(why)) != 0) {
         preon_reply_error(req, 400, why);
         return NULL;
     }
@@ -197,7 +197,7 @@ static void run_write(h2o_req_t *req, unsigned stmt, int nparams, const char *co
     preon_dbreq_run(r);
 }
 
-void preon_fruits_create(h2o_req_t *req, h2o_iovec_t param)
+void preon__fruits_create(h2o_req_t *req, h2o_iovec_t param)
 {
     const char *name;
     size_t name_len;
@@ -210,7 +210,7 @@ void preon_fruits_create(h2o_req_t *req, h2o_iovec_t param)
     json_decref(doc);
 }
 
-void preon_fruits_update(h2o_req_t *req, h2o_iovec_t param)
+void preon__fruits_update(h2o_req_t *req, h2o_iovec_t param)
 {
     char id[16];
     const char *name;
@@ -225,7 +225,7 @@ void preon_fruits_update(h2o_req_t *req, h2o_iovec_t param)
     json_decref(doc);
 }
 
-void preon_fruits_delete(h2o_req_t *req, h2o_iovec_t param)
+void preon__fruits_delete(h2o_req_t *req, h2o_iovec_t param)
 {
     char id[16];
     if (read_id(req, param, id, sizeof(id)) != 0)

@@ -48,31 +48,32 @@ typedef struct st_preon_app_thread_t {
 } preon_app_thread_t;
 
 /** The calling thread's handler state. */
-static inline preon_app_thread_t *preon_app_thread(h2o_req_t *req)
+static inline preon_app_thread_t *preon__app_thread(h2o_req_t *req)
 {
     return preon_service_state(req);
 }
 
-/** /fortunes' template, compiled once (fortunes.c): 0, or -1 with the reason in `err`. Main thread, start-up. */
-int preon_fortunes_init(char *err, size_t errlen);
-void preon_fortunes_dispose(void);
+/** /fortunes' template, compiled once (fortunes.c): 0, or PREON_EINVAL with the reason in `err`. Main thread,
+ * start-up. */
+int preon__fortunes_init(char *err, size_t errlen);
+void preon__fortunes_dispose(void);
 
 /** Handlers. */
-void preon_hello_get(h2o_req_t *req, h2o_iovec_t param);
-void preon_openapi_get(h2o_req_t *req, h2o_iovec_t param);
-void preon_fruits_list(h2o_req_t *req, h2o_iovec_t param);
-void preon_fruits_get(h2o_req_t *req, h2o_iovec_t param);
-void preon_fruits_create(h2o_req_t *req, h2o_iovec_t param);
-void preon_fruits_update(h2o_req_t *req, h2o_iovec_t param);
-void preon_fruits_delete(h2o_req_t *req, h2o_iovec_t param);
+void preon__hello_get(h2o_req_t *req, h2o_iovec_t param);
+void preon__openapi_get(h2o_req_t *req, h2o_iovec_t param);
+void preon__fruits_list(h2o_req_t *req, h2o_iovec_t param);
+void preon__fruits_get(h2o_req_t *req, h2o_iovec_t param);
+void preon__fruits_create(h2o_req_t *req, h2o_iovec_t param);
+void preon__fruits_update(h2o_req_t *req, h2o_iovec_t param);
+void preon__fruits_delete(h2o_req_t *req, h2o_iovec_t param);
 /* TechEmpower's test types */
-void preon_tfb_plaintext(h2o_req_t *req, h2o_iovec_t param);
-void preon_tfb_json(h2o_req_t *req, h2o_iovec_t param);
-void preon_tfb_db(h2o_req_t *req, h2o_iovec_t param);
-void preon_tfb_queries(h2o_req_t *req, h2o_iovec_t param);
-void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param);
-void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param);
-void preon_tfb_fortunes(h2o_req_t *req, h2o_iovec_t param);
+void preon__tfb_plaintext(h2o_req_t *req, h2o_iovec_t param);
+void preon__tfb_json(h2o_req_t *req, h2o_iovec_t param);
+void preon__tfb_db(h2o_req_t *req, h2o_iovec_t param);
+void preon__tfb_queries(h2o_req_t *req, h2o_iovec_t param);
+void preon__tfb_updates(h2o_req_t *req, h2o_iovec_t param);
+void preon__tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param);
+void preon__tfb_fortunes(h2o_req_t *req, h2o_iovec_t param);
 
 /** Rows in TFB's World table; ids and randomNumbers are uniform in 1..PREON_WORLD_ROWS. */
 #define PREON_WORLD_ROWS 10000

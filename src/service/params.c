@@ -4,7 +4,7 @@
 #include "params.h"
 #include "preon/errors.h"
 
-int preon_parse_id(const char *s, size_t len, int32_t *out, char *err, size_t errlen)
+int preon__parse_id(const char *s, size_t len, int32_t *out, char *err, size_t errlen)
 {
     const char *why = "must be a positive integer";
     int64_t v = 0;
@@ -52,7 +52,7 @@ static int query_value(const char *qs, size_t len, const char *name, const char 
     return 0;
 }
 
-int preon_query_int_clamped(const char *qs, size_t len, const char *name, int min, int max)
+int preon__query_int_clamped(const char *qs, size_t len, const char *name, int min, int max)
 {
     const char *v;
     size_t vlen;
@@ -109,7 +109,7 @@ static int page_param(const char *qs, size_t len, const char *name, long min, lo
     return PREON_EINVAL;
 }
 
-int preon_query_page(const char *qs, size_t len, preon_page_t *page, char *err, size_t errlen)
+int preon__query_page(const char *qs, size_t len, preon_page_t *page, char *err, size_t errlen)
 {
     long limit = PREON_PAGE_DEFAULT_LIMIT, after = 0;
     if (qs == NULL)

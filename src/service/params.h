@@ -11,14 +11,14 @@
  * or PREON_EINVAL with the reason ("must be a positive integer", "must be at most 2147483647", "must not be
  * empty") written to `err`.
  */
-int preon_parse_id(const char *s, size_t len, int32_t *out, char *err, size_t errlen);
+int preon__parse_id(const char *s, size_t len, int32_t *out, char *err, size_t errlen);
 
 /**
  * Reads the integer parameter `name` of a query string (`qs`, `len` bytes, without the '?') and clamps it as
  * TechEmpower's tests demand: missing, empty, not an integer, or below `min` gives `min`; above `max` gives
  * `max`. The first occurrence of `name` counts.
  */
-int preon_query_int_clamped(const char *qs, size_t len, const char *name, int min, int max);
+int preon__query_int_clamped(const char *qs, size_t len, const char *name, int min, int max);
 
 /** GET /fruits' page: rows with id > after, at most limit of them (docs/api.md, "Paging"). */
 typedef struct {
@@ -36,6 +36,6 @@ typedef struct {
  * whole message the client gets ("limit: must be an integer from 1 to 1000") written to `err`; `*page` is
  * untouched then.
  */
-int preon_query_page(const char *qs, size_t len, preon_page_t *page, char *err, size_t errlen);
+int preon__query_page(const char *qs, size_t len, preon_page_t *page, char *err, size_t errlen);
 
 #endif

@@ -25,10 +25,13 @@ const preon_db_statement_t preon_statements[PREON_STMT__COUNT] = {
 };
 
 const preon_route_t preon_routes[] = {
-    PREON_ROUTE("/hello", PREON_M_GET, preon_hello_get),           PREON_ROUTE("/fruits", PREON_M_GET, preon_fruits_list),
-    PREON_ROUTE("/fruits", PREON_M_POST, preon_fruits_create),     PREON_ROUTE("/fruits/{id}", PREON_M_GET, preon_fruits_get),
-    PREON_ROUTE("/fruits/{id}", PREON_M_PUT, preon_fruits_update), PREON_ROUTE("/fruits/{id}", PREON_M_DELETE, preon_fruits_delete),
-    PREON_ROUTE("/openapi", PREON_M_GET, preon_openapi_get),
+    PREON_ROUTE("/hello", PREON_M_GET, preon__hello_get),
+    PREON_ROUTE("/fruits", PREON_M_GET, preon__fruits_list),
+    PREON_ROUTE("/fruits", PREON_M_POST, preon__fruits_create),
+    PREON_ROUTE("/fruits/{id}", PREON_M_GET, preon__fruits_get),
+    PREON_ROUTE("/fruits/{id}", PREON_M_PUT, preon__fruits_update),
+    PREON_ROUTE("/fruits/{id}", PREON_M_DELETE, preon__fruits_delete),
+    PREON_ROUTE("/openapi", PREON_M_GET, preon__openapi_get),
 };
 const size_t preon_nroutes = sizeof(preon_routes) / sizeof(preon_routes[0]);
 
@@ -83,7 +86,7 @@ static int init_api(const preon_config_t *cfg, char *err, size_t errlen)
 static int init_all(const preon_config_t *cfg, char *err, size_t errlen)
 {
     (void)cfg;
-    return preon_fortunes_init(err, errlen);
+    return preon__fortunes_init(err, errlen);
 }
 
 static void dispose_api(void) {}
@@ -127,7 +130,7 @@ static const preon_service_t all = {
     .thread_init = thread_init,
     .handle = handle_all,
     .thread_dispose = thread_dispose,
-    .dispose = preon_fortunes_dispose,
+    .dispose = preon__fortunes_dispose,
 };
 
 const preon_service_t *preon_app(const preon_config_t *cfg)

@@ -7,12 +7,12 @@
  * connection prepares the statements. The handlers are in tfb.c and fortunes.c.
  */
 const preon_route_t preon_tfb_routes[PREON_TFB_NROUTES] = {
-    PREON_ROUTE("/plaintext", PREON_M_GET, preon_tfb_plaintext),
-    PREON_ROUTE("/json", PREON_M_GET, preon_tfb_json),
-    PREON_ROUTE("/db", PREON_M_GET, preon_tfb_db),
-    PREON_ROUTE("/queries", PREON_M_GET, preon_tfb_queries),
-    PREON_ROUTE("/updates", PREON_M_GET, preon_tfb_updates),
-    PREON_ROUTE("/cached-queries", PREON_M_GET, preon_tfb_cached_queries),
-    PREON_ROUTE("/fortunes", PREON_M_GET, preon_tfb_fortunes),
+    PREON_ROUTE("/plaintext", PREON_M_GET, preon__tfb_plaintext),
+    PREON_ROUTE("/json", PREON_M_GET, preon__tfb_json),
+    PREON_ROUTE("/db", PREON_M_GET, preon__tfb_db),
+    PREON_ROUTE("/queries", PREON_M_GET, preon__tfb_queries),
+    PREON_ROUTE("/updates", PREON_M_GET, preon__tfb_updates),
+    PREON_ROUTE("/cached-queries", PREON_M_GET, preon__tfb_cached_queries),
+    PREON_ROUTE("/fortunes", PREON_M_GET, preon__tfb_fortunes),
 };
 const size_t preon_tfb_nroutes = PREON_TFB_NROUTES;

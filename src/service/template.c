@@ -42,7 +42,7 @@ static size_t find_name(const char *const *names, const char *name, size_t n)
     return SIZE_MAX;
 }
 
-preon_template_t *preon_template_compile(const char *text, size_t len, const char *const *names_known, char *err, size_t errlen)
+preon_template_t *preon__template_compile(const char *text, size_t len, const char *const *names_known, char *err, size_t errlen)
 {
     preon_template_t *t = preon_calloc(1, sizeof(*t));
     t->source = preon_malloc(len + 1);
@@ -113,11 +113,11 @@ preon_template_t *preon_template_compile(const char *text, size_t len, const cha
     return t;
 
 Error:
-    preon_template_destroy(t);
+    preon__template_destroy(t);
     return NULL;
 }
 
-void preon_template_destroy(preon_template_t *t)
+void preon__template_destroy(preon_template_t *t)
 {
     if (t == NULL)
         return;
@@ -158,7 +158,7 @@ static void render_range(const preon_template_t *t, size_t from, size_t to, size
     }
 }
 
-void preon_template_render(const preon_template_t *t, const preon_template_data_t *data, void *ctx, preon_sink_t *out)
+void preon__template_render(const preon_template_t *t, const preon_template_data_t *data, void *ctx, preon_sink_t *out)
 {
     render_range(t, 0, t->nops, SIZE_MAX, data, ctx, out);
 }

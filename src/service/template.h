@@ -30,12 +30,12 @@ typedef struct st_preon_template_data_t {
  * call): a misspelt name is refused at start-up rather than rendered empty on every request. Returns a new template,
  * or NULL with "line L: why" in `err` (unclosed tag, unbalanced or nested section, empty or unknown name).
  */
-preon_template_t *preon_template_compile(const char *text, size_t len, const char *const *names, char *err, size_t errlen);
+preon_template_t *preon__template_compile(const char *text, size_t len, const char *const *names, char *err, size_t errlen);
 
 /** Frees a template. Accepts NULL. */
-void preon_template_destroy(preon_template_t *t);
+void preon__template_destroy(preon_template_t *t);
 
 /** Renders `t` with `data`/`ctx` onto `out`. */
-void preon_template_render(const preon_template_t *t, const preon_template_data_t *data, void *ctx, preon_sink_t *out);
+void preon__template_render(const preon_template_t *t, const preon_template_data_t *data, void *ctx, preon_sink_t *out);
 
 #endif

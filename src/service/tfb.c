@@ -26,16 +26,16 @@ static h2o_iovec_t query_string(h2o_req_t *req)
 static int count_param(h2o_req_t *req, const char *name)
 {
     h2o_iovec_t qs = query_string(req);
-    return preon_query_int_clamped(qs.base, qs.len, name, 1, MAX_QUERIES);
+    return preon__query_int_clamped(qs.base, qs.len, name, 1, MAX_QUERIES);
 }
 
-void preon_tfb_plaintext(h2o_req_t *req, h2o_iovec_t param)
+void preon__tfb_plaintext(h2o_req_t *req, h2o_iovec_t param)
 {
     (void)param;
     preon_reply_text(req, 200, H2O_STRLIT("text/plain"), H2O_STRLIT("Hello, World!"));
 }
 
-void preon_tfb_json(h2o_req_t *req, h2o_iovec_t param)
+void preon__tfb_json(h2o_req_t *req, h2o_iovec_t param)
 {
     (void)param;
     /* Serialized per request, as TechEmpower's rules ask (no answer cached as bytes). */
@@ -132,16 +132,16 @@ static void read_worlds(preon_app_thread_t *thr, h2o_req_t *req, int n, int sing
     preon_dbreq_run(r);
 }
 
-void preon_tfb_db(h2o_req_t *req, h2o_iovec_t param)
+void preon__tfb_db(h2o_req_t *req, h2o_iovec_t param)
 {
-    preon_app_thread_t *thr = preon_app_thread(req);
+    preon_app_thread_t *thr = preon__app_thread(req);
     (void)param;
     read_worlds(thr, req, 1, 1, &worlds_ops);
 }
 
-void preon_tfb_queries(h2o_req_t *req, h2o_iovec_t param)
+void preon__tfb_queries(h2o_req_t *req, h2o_iovec_t param)
 {
-    preon_app_thread_t *thr = preon_app_thread(req);
+    preon_app_thread_t *thr = preon__app_thread(req);
     (void)param;
     read_worlds(thr, req, count_param(req, "queries"), 0, &worlds_ops);
 }
@@ -212,9 +212,9 @@ static void on_read_for_update(preon_dbreq_t *r, h2o_req_t *req)
 static const preon_dbreq_ops_t update_ops = {
     .on_result = on_world, .on_done = on_read_for_update, .syncs = PREON_DBREQ_SYNCS_STRICT};
 
-void preon_tfb_updates(h2o_req_t *req, h2o_iovec_t param)
+void preon__tfb_updates(h2o_req_t *req, h2o_iovec_t param)
 {
-    preon_app_thread_t *thr = preon_app_thread(req);
+    preon_app_thread_t *thr = preon__app_thread(req);
     (void)param;
     read_worlds(thr, req, count_param(req, "queries"), 0, &update_ops);
 }
@@ -261,9 +261,9 @@ static void on_world_table_done(preon_dbreq_t *r, h2o_req_t *req)
 static const preon_dbreq_ops_t cache_ops = {
     .on_result = on_world_table, .on_done = on_world_table_done, .syncs = PREON_DBREQ_SYNCS_STRICT};
 
-void preon_tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param)
+void preon__tfb_cached_queries(h2o_req_t *req, h2o_iovec_t param)
 {
-    preon_app_thread_t *thr = preon_app_thread(req);
+    preon_app_thread_t *thr = preon__app_thread(req);
     (void)param;
     if (thr->world_cache != NULL) {
         reply_cached(thr, req);

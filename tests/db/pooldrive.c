@@ -286,8 +286,6 @@ int main(int argc, char **argv)
     preon_log_level = (preon_log_level_t)cfg.log.level;
     sync_mode = cfg.database.sync;
     preon_log_format = (preon_log_format_t)cfg.log.format;
-    if (cfg.server.interpose)
-        preon_db_interpose(); /* as preon does: libpq's writes leave once per batch (db/wbuf.c) */
     preon_db_target_t *target = preon_db_target_create(argv[1], cfg.database.client_check_ms, 0, err, sizeof(err));
     if (target == NULL) {
         fprintf(stderr, "%s\n", err);

@@ -445,7 +445,7 @@ class PipelineTest(unittest.TestCase):
         d.finish(self)
 
     def test_write_larger_than_the_socket_takes(self):
-        """preon writes libpq's bytes itself, once per loop pass (src/db/wbuf.c). A batch far larger than the socket
+        """libpq's bytes leave once per loop pass (queued Syncs, one PQflush per connection). A batch far larger than the socket
         takes (a reader with a 4 KB window behind a socket whose send buffer is at most 4 MB here: 1,800 queries of
         3.5 KB, 6.3 MB with their Syncs, in one loop pass) leaves in parts, on writability: every query still reaches
         the server whole and in order (fakepg parses each message and records its parameter), and each gets its one

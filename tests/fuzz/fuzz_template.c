@@ -36,20 +36,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     h2o_mem_init_pool(&pool);
 
     /* the input as a template, rendered with the input as every value */
-    preon_template_t *t = preon_template_compile((const char *)data, size, names, err, sizeof(err));
+    preon_template_t *t = preon__template_compile((const char *)data, size, names, err, sizeof(err));
     if (t != NULL) {
         preon_sink_t out;
         preon_sink_init(&out, &pool, 16);
-        preon_template_render(t, &source, &ctx, &out);
-        preon_template_destroy(t);
+        preon__template_render(t, &source, &ctx, &out);
+        preon__template_destroy(t);
     }
     /* the input as a value through an escaping tag: nothing special may survive */
     static const char tpl[] = "<td>{{v}}</td>";
-    t = preon_template_compile(tpl, sizeof(tpl) - 1, names, err, sizeof(err));
+    t = preon__template_compile(tpl, sizeof(tpl) - 1, names, err, sizeof(err));
     preon_sink_t out;
     preon_sink_init(&out, &pool, 16);
-    preon_template_render(t, &source, &ctx, &out);
-    preon_template_destroy(t);
+    preon__template_render(t, &source, &ctx, &out);
+    preon__template_destroy(t);
     if (out.len < 9)
         __builtin_trap();
     for (size_t i = 4; i < out.len - 5; i++) {

@@ -6,6 +6,10 @@ Environment (set by tests/CMakeLists.txt and scripts/test.sh):
   PREON_REPO       the repository, for scripts/pg.sh and sql/
   PREON_TEST_PGDIR the shared PostgreSQL cluster started by scripts/test.sh
   PREON_SANITIZED  1 in the ASan+UBSan build (memory use is then the sanitizers', not preon's)
+  PREON_DEPS       source or system: h2o and libpq built from Debian's sources with preon's patches, or Debian's
+                   shared libraries as shipped (CMake's PREON_DEPS)
+  PREON_HTTP2_BOUNDED 1 where the build's h2o bounds HTTP/2 rapid reset (preon's patches to its source), so that
+                   server.http2: auto turns HTTP/2 on; 0 with Debian's binary libh2o-evloop
   PREON_WRAPPER    a command every preon runs under, e.g. valgrind and its options (the valgrind.* tests of
                    tests/CMakeLists.txt, label valgrind)
   PREON_SCALE      "long" for the long forms of the load and fault tests (bench/reliability.py)
@@ -32,6 +36,7 @@ PG_SH = os.path.join(REPO, "scripts", "pg.sh")
 
 WRAPPER = shlex.split(os.environ.get("PREON_WRAPPER", ""))
 SANITIZED = os.environ.get("PREON_SANITIZED") == "1"
+HTTP2_BOUNDED = os.environ.get("PREON_HTTP2_BOUNDED") == "1"
 LONG = os.environ.get("PREON_SCALE") == "long"
 # valgrind runs preon some 20-50 times slower: timing bounds stretch by this factor, loads shrink
 SLOW = 20 if WRAPPER else 1

@@ -82,8 +82,8 @@ def sendto_lines(path):
 
 
 class WriteCombiningTest(unittest.TestCase):
-    """libpq 15's PQpipelineSync sends at once, so a Sync after every query would be a send() per query. preon holds
-    libpq's writes and sends what a loop pass produced in one write (src/db/wbuf.c): counted by strace on preon's
+    """libpq 15's PQpipelineSync sends at once, so a Sync after every query would be a send() per query. preon queues
+    its Syncs (PQsendPipelineSync, scripts/sources/postgresql-15/) and sends what a loop pass produced in one write: counted by strace on preon's
     process, /queries=20's twenty queries and twenty Syncs leave in one system call, not twenty. (The Syncs themselves
     are counted by PostgreSQL in SyncCountTest.)"""
 

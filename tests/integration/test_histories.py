@@ -10,7 +10,7 @@ against a map id -> name | absent, with a 503 checked as "nothing was done" and 
 abandoned answer as "unknown". The quick form (the test command): PostgreSQL kill -9 + restart, a backend
 terminated, SIGHUP, SIGTERM + restart, in one history (~40 s), against PREON_BIN as it is configured by the
 environment (PREON_HISTORIES_FORM names that form in the records: "shipped", or the ctest variant's, such as
-nointerpose). The long form (PREON_SCALE=long, tests/integration/long.py --only histories): every nemesis, one
+stock: the build on Debian's h2o and libpq as shipped). The long form (PREON_SCALE=long, tests/integration/long.py --only histories): every nemesis, one
 history each, several rounds. The history, the report and, on a violation, Porcupine's visualization stay in
 PREON_HISTORIES_DIR (a temporary folder if unset).
 """

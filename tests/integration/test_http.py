@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""/hello byte for byte, HEAD, 404, 405 with Allow, Server and Date on every answer, no HTTP/2 upgrade."""
+"""/hello byte for byte, HEAD, 404, 405 with Allow, Server and Date on every answer; HTTP/2 on or off as server.http2 says."""
 import email.utils
 import json
 import socket
 
-from harness import PreonTestCase, main
+from harness import HTTP2_BOUNDED, PreonTestCase, main
 
 
 def raw(port, data, until_close=False):
@@ -96,38 +96,68 @@ class HttpTest(PreonTestCase):
         self.assertEqual(resp.count(b"HTTP/1.1 404 Not Found"), 1)
         self.assertLess(resp.index(b"200 OK"), resp.index(b"404 Not Found"))
 
-    def test_no_http2_upgrade(self):
-        status, headers, _ = parse(raw(self.preon.port, b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
-                                       b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"))
-        self.assertEqual(status, "HTTP/1.1 200 OK")
-        self.assertNotIn("upgrade", headers)
-
-    def test_no_prior_knowledge_http2(self):
-        resp = raw(self.preon.port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00",
-                   until_close=True)
-        self.assertTrue(resp.startswith(b"HTTP/1.1 400"), resp[:80])
+    def test_http2_by_default(self):
+        """server.http2: auto, the default: on where h2o bounds rapid reset (preon's patches), else off."""
+        if HTTP2_BOUNDED:
+            assert_http2_on(self)
+        else:
+            assert_http2_off(self)
 
     def test_malformed_request_gets_400(self):
         resp = raw(self.preon.port, b"GARBAGE\r\n\r\n", until_close=True)
         self.assertTrue(resp.startswith(b"HTTP/1.1 400"), resp[:80])
 
 
-class Http2OptInTest(PreonTestCase):
-    """server.http2: true allows the h2c upgrade (off by default, above)."""
+UPGRADE = (b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+           b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n")
+PREFACE_AND_SETTINGS = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def head_of(port, request):
+    """The bytes that come back for `request` up to the end of an HTTP/1 head, or the first 9 (an HTTP/2 frame's)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        buf = b""
+        while b"\r\n\r\n" not in buf and not (buf[:1] == b"\x00" and len(buf) >= 9):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return buf
+
+
+def assert_http2_on(test):
+    buf = head_of(test.preon.port, UPGRADE)
+    test.assertTrue(buf.startswith(b"HTTP/1.1 101 "), buf[:80])
+    test.assertIn(b"upgrade: h2c", buf.lower())
+    buf = head_of(test.preon.port, PREFACE_AND_SETTINGS)
+    test.assertEqual(buf[3:5], b"\x04\x00", "the server's first frame is not its SETTINGS: %r" % buf[:80])
+
+
+def assert_http2_off(test):
+    status, headers, _ = parse(raw(test.preon.port, UPGRADE))
+    test.assertEqual(status, "HTTP/1.1 200 OK")
+    test.assertNotIn("upgrade", headers)
+    resp = raw(test.preon.port, PREFACE_AND_SETTINGS, until_close=True)
+    test.assertTrue(resp.startswith(b"HTTP/1.1 400"), resp[:80])
+
+
+class Http2OffTest(PreonTestCase):
+    """server.http2: false: HTTP/1.1 alone (the upgrade ignored, a prior-knowledge preface a malformed request)."""
+    preon_settings = {"server_http2": "false"}
+
+    def test_http2_off(self):
+        assert_http2_off(self)
+
+
+class Http2OnTest(PreonTestCase):
+    """server.http2: true: HTTP/2 on, also with Debian's binary h2o (which warns at start-up)."""
     preon_settings = {"server_http2": "true"}
 
-    def test_h2c_upgrade(self):
-        with socket.create_connection(("127.0.0.1", self.preon.port), timeout=10) as s:
-            s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
-                      b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n")
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-        self.assertTrue(buf.startswith(b"HTTP/1.1 101 "), buf[:80])
-        self.assertIn(b"upgrade: h2c", buf.lower())
+    def test_http2_on(self):
+        assert_http2_on(self)
+        if not HTTP2_BOUNDED:
+            self.assertIn("does not bound HTTP/2 rapid reset", self.preon.output())
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Lazy read interest (src/server/lazyep.c): a connection whose answer waits on the database stays registered for
+"""Lazy read interest (scripts/sources/h2o/01-epoll-lazy-read.patch): a connection whose answer waits on the database stays registered for
 reading, so a keep-alive /db request costs no epoll_ctl (h2o 2.2.5 alone makes two: counted by strace); and what
 only the deferral can get wrong still works: a client that sends its next requests before the answers (pipelined
 requests to the database), and a client that closes while its answer waits."""

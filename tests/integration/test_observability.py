@@ -304,6 +304,12 @@ class DrainUnderLoadTest(unittest.TestCase):
             self.assertEqual(rc, 0)
             self.assertGreater(counts["ok"], 0)
             self.assertEqual((counts["lost"], counts["bad"]), (0, 0), counts)
+            if os.environ.get("PREON_DEPS") != "system":
+                # h2o told each keep-alive client to close with the answer to its last request (connection: close), and
+                # its reconnect found the listeners closed: every client left while the drain still served, none was
+                # turned away by a 503 (scripts/sources/h2o/24-http1-graceful-shutdown.patch; Debian's h2o cannot tell
+                # a pipelined request from the one being answered, and keeps them until the load ends)
+                self.assertEqual((counts["refused"], counts["shed"]), (8, 0), counts)
             # wrk: every answer 200, no request it wrote left without an answer (only new connections refused)
             self.assertEqual(set(res["statuses"]), {200}, out)
             # (wrk counts a refused connect as a write error: only read errors and timeouts would be lost answers)

@@ -14,7 +14,7 @@ static void expect_ok(const char *body, const char *name)
     const char *n;
     size_t len;
     char why[256] = "";
-    assert_int_equal(preon_fruit_body_parse(body, strlen(body), &doc, &n, &len, why, sizeof(why)), 0);
+    assert_int_equal(preon__fruit_body_parse(body, strlen(body), &doc, &n, &len, why, sizeof(why)), 0);
     assert_int_equal(len, strlen(name));
     assert_memory_equal(n, name, len);
     json_decref(doc);
@@ -26,7 +26,7 @@ static void expect_bad(const char *body, size_t len, const char *why_part)
     const char *n;
     size_t nlen;
     char why[256] = "";
-    assert_int_equal(preon_fruit_body_parse(body, len, &doc, &n, &nlen, why, sizeof(why)), PREON_EINVAL);
+    assert_int_equal(preon__fruit_body_parse(body, len, &doc, &n, &nlen, why, sizeof(why)), PREON_EINVAL);
     assert_null(doc);
     if (strstr(why, why_part) == NULL)
         fail_msg("'%s' does not contain '%s'", why, why_part);
@@ -84,7 +84,7 @@ static void test_length_counts_characters(void **state)
     const char *name;
     size_t len;
     char why[256];
-    assert_int_equal(preon_fruit_body_parse(body, strlen(body), &doc, &name, &len, why, sizeof(why)), 0);
+    assert_int_equal(preon__fruit_body_parse(body, strlen(body), &doc, &name, &len, why, sizeof(why)), 0);
     assert_int_equal(len, 510);
     json_decref(doc);
     n = snprintf(body, sizeof(body), "{\"name\":\"");
@@ -100,9 +100,9 @@ static void test_media_type(void **state)
     const char *good[] = {"application/json", "Application/JSON", "application/json; charset=utf-8", " application/json ;x=y"};
     const char *bad[] = {"", "text/plain", "application/jsonx", "application/json-patch+json", "application/xml"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-        assert_true(preon_is_json_media_type(good[i], strlen(good[i])));
+        assert_true(preon__is_json_media_type(good[i], strlen(good[i])));
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_false(preon_is_json_media_type(bad[i], strlen(bad[i])));
+        assert_false(preon__is_json_media_type(bad[i], strlen(bad[i])));
 }
 
 int main(void)

@@ -11,7 +11,7 @@
 static int parse(const char *s, int32_t *out)
 {
     char why[64] = "";
-    int rv = preon_parse_id(s, strlen(s), out, why, sizeof(why));
+    int rv = preon__parse_id(s, strlen(s), out, why, sizeof(why));
     if (rv != 0)
         assert_true(strncmp(why, "must ", 5) == 0); /* a reason the caller puts after "parameter 'id' " */
     else
@@ -49,13 +49,13 @@ static void test_length_is_respected(void **state)
     int32_t v = 0;
     char why[64];
     /* only the first two bytes are the segment */
-    assert_int_equal(preon_parse_id("12/3", 2, &v, why, sizeof(why)), 0);
+    assert_int_equal(preon__parse_id("12/3", 2, &v, why, sizeof(why)), 0);
     assert_int_equal(v, 12);
 }
 
 static int clamped(const char *qs)
 {
-    return preon_query_int_clamped(qs, strlen(qs), "queries", 1, 500);
+    return preon__query_int_clamped(qs, strlen(qs), "queries", 1, 500);
 }
 
 static void test_query_count_clamping(void **state)
@@ -78,7 +78,7 @@ static void test_query_count_clamping(void **state)
     assert_int_equal(clamped("xqueries=7"), 1);
     assert_int_equal(clamped("queriesx=7"), 1);
     /* only the given length is read */
-    assert_int_equal(preon_query_int_clamped("queries=12", 9, "queries", 1, 500), 1);
+    assert_int_equal(preon__query_int_clamped("queries=12", 9, "queries", 1, 500), 1);
 }
 
 /* The page of GET /fruits: 0 with *page set, or PREON_EINVAL with the client's message (checked here). */
@@ -86,7 +86,7 @@ static int page(const char *qs, preon_page_t *p, const char *want_err)
 {
     char why[96] = "";
     p->after = -7, p->limit = -7;
-    int rv = preon_query_page(qs, qs != NULL ? strlen(qs) : 0, p, why, sizeof(why));
+    int rv = preon__query_page(qs, qs != NULL ? strlen(qs) : 0, p, why, sizeof(why));
     if (rv != 0) {
         assert_string_equal(why, want_err);
         assert_int_equal(p->after, -7); /* untouched on failure */
@@ -138,7 +138,7 @@ static void test_page_bad_values(void **state)
         assert_int_equal(page(bad_after[i], &p, after_err), PREON_EINVAL);
     /* only `len` bytes are the query string */
     char why[96];
-    assert_int_equal(preon_query_page("limit=12", 7, &p, why, sizeof(why)), 0);
+    assert_int_equal(preon__query_page("limit=12", 7, &p, why, sizeof(why)), 0);
     assert_int_equal(p.limit, 1);
 }
 

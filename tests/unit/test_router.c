@@ -18,20 +18,20 @@ static void test_known_routes(void **state)
     (void)state;
     preon_match_t m;
     assert_int_equal(match("GET", "/hello", &m), 0);
-    assert_ptr_equal(m.route->handler, preon_hello_get);
+    assert_ptr_equal(m.route->handler, preon__hello_get);
     assert_int_equal(match("HEAD", "/hello", &m), 0);
     assert_int_equal(match("GET", "/fruits", &m), 0);
-    assert_ptr_equal(m.route->handler, preon_fruits_list);
+    assert_ptr_equal(m.route->handler, preon__fruits_list);
     assert_int_equal(match("GET", "/fruits/42", &m), 0);
-    assert_ptr_equal(m.route->handler, preon_fruits_get);
+    assert_ptr_equal(m.route->handler, preon__fruits_get);
     assert_int_equal(m.param.len, 2);
     /* one path, a handler per method */
     assert_int_equal(match("POST", "/fruits", &m), 0);
-    assert_ptr_equal(m.route->handler, preon_fruits_create);
+    assert_ptr_equal(m.route->handler, preon__fruits_create);
     assert_int_equal(match("PUT", "/fruits/42", &m), 0);
-    assert_ptr_equal(m.route->handler, preon_fruits_update);
+    assert_ptr_equal(m.route->handler, preon__fruits_update);
     assert_int_equal(match("DELETE", "/fruits/42", &m), 0);
-    assert_ptr_equal(m.route->handler, preon_fruits_delete);
+    assert_ptr_equal(m.route->handler, preon__fruits_delete);
     assert_memory_equal(m.param.base, "42", 2);
 }
 

@@ -36,18 +36,18 @@ static h2o_iovec_t value(void *c, size_t name, size_t item)
 static void expect_render(const char *tpl, ctx_t *ctx, const char *expected)
 {
     char err[128] = "";
-    preon_template_t *t = preon_template_compile(tpl, strlen(tpl), names, err, sizeof(err));
+    preon_template_t *t = preon__template_compile(tpl, strlen(tpl), names, err, sizeof(err));
     assert_non_null(t);
     h2o_mem_pool_t pool;
     h2o_mem_init_pool(&pool);
     preon_sink_t out;
     preon_sink_init(&out, &pool, 4); /* tiny, so the sink must grow */
     static const preon_template_data_t data = {count, value};
-    preon_template_render(t, &data, ctx, &out);
+    preon__template_render(t, &data, ctx, &out);
     assert_int_equal(out.len, strlen(expected));
     assert_memory_equal(out.buf, expected, out.len);
     h2o_mem_clear_pool(&pool);
-    preon_template_destroy(t);
+    preon__template_destroy(t);
 }
 
 static void test_render(void **state)
@@ -67,7 +67,7 @@ static void test_render(void **state)
 static void expect_error(const char *tpl, const char *expected)
 {
     char err[128] = "";
-    assert_null(preon_template_compile(tpl, strlen(tpl), names, err, sizeof(err)));
+    assert_null(preon__template_compile(tpl, strlen(tpl), names, err, sizeof(err)));
     assert_string_equal(err, expected);
 }
 
