@@ -13,7 +13,7 @@
 
 FROM debian:bookworm AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends cmake make gcc libc6-dev pkg-config ca-certificates dpkg-dev patch \
+ && apt-get install -y --no-install-recommends cmake make gcc g++ libc6-dev pkg-config ca-certificates dpkg-dev patch \
         libssl-dev zlib1g-dev libjansson-dev libyaml-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

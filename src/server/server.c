@@ -20,6 +20,7 @@
 #include "preon/errors.h"
 #include "preon/log.h"
 #include "observe.h"
+#include "pass.h"
 #include "preon/reply.h"
 #include "preon/router.h"
 #include "preon/server.h"
@@ -401,19 +402,6 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
 #endif
 }
 
-/*
- * One pass of the thread's loop. h2o_evloop_run fails only when the poller does (epoll_wait or epoll_ctl on the loop's
- * own set): a loop that went on after that would neither serve its connections nor say so, so the process stops,
- * loudly. A signal's EINTR is not a failure.
- */
-static void run_pass(preon_thread_t *thr, int32_t max_wait)
-{
-    if (h2o_evloop_run(thr->loop, max_wait) != 0 && errno != EINTR) {
-        preon_log_error("thread %u: the event loop failed (%s): stopping", thr->index, strerror(errno));
-        abort();
-    }
-}
-
 static void *thread_main(void *arg)
 {
     preon_thread_t *thr = arg;
@@ -424,7 +412,7 @@ static void *thread_main(void *arg)
      * leave), or the shutdown deadline. */
     while (!thr->draining || ((thr->pending != 0 || conns_writing(thr) != 0 || preon_now_ns() - thr->last_request_ns < 100000000) &&
                               h2o_now(thr->loop) < thr->drain_deadline))
-        run_pass(thr, thr->draining ? 10 : INT32_MAX);
+        preon__server_run_pass(thr->loop, thr->index, thr->draining ? 10 : INT32_MAX);
     unsigned writing = conns_writing(thr);
     if (writing != 0)
         preon_log_warn("thread %u: %u connections still writing at shutdown: their clients did not read their answers "
@@ -442,7 +430,7 @@ static void *thread_main(void *arg)
         preon_db_pool_close(thr->db_read);
     uint64_t grace_end = h2o_now(thr->loop) + 50;
     while (h2o_now(thr->loop) < grace_end)
-        run_pass(thr, 10);
+        preon__server_run_pass(thr->loop, thr->index, 10);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->close_receiver);
     h2o_timeout_dispose(thr->loop, &thr->request_timeout);
