@@ -17,9 +17,21 @@
  * is capped so that what is handed over can be answered within the bound.
  */
 
+/* When the oldest query `c` holds unanswered was submitted (preon_now_ns); 0 when it holds none. */
+static uint64_t oldest_queued_ns(const preon_db_conn_t *c)
+{
+    /* The ring is oldest first; its first query is at most a few Syncs and Prepares in. */
+    for (size_t i = 0; i < c->ring_count; i++) {
+        const ring_entry_t *e = &c->ring[(c->ring_head + i) % c->ring_cap];
+        if (e->kind == ENTRY_QUERY)
+            return e->q->_queued_ns;
+    }
+    return c->unsent_head != NULL ? c->unsent_head->_queued_ns : 0;
+}
+
 static uint64_t bound_ns(const preon_db_conn_t *c)
 {
-    return (uint64_t)c->pool->cfg->database.max_queue_wait_ms * 1000000;
+    return (uint64_t)c->pool->settings.max_queue_wait_ms * 1000000;
 }
 
 /* Whether the connection's service time per query has been measured well enough to judge by. */
@@ -44,7 +56,7 @@ static int measured(const preon_db_conn_t *c)
  * proportion (then the queue likely does too), every query costs the rate of all, as before: a workload of reads
  * alone is judged exactly as it was.
  */
-double preon_db_cost_ms(const preon_db_conn_t *c, size_t reads, size_t writes)
+double preon__db_cost_ms(const preon_db_conn_t *c, size_t reads, size_t writes)
 {
     const svc_t *v = &c->svc;
     double det = v->rr * v->ww - v->rw * v->rw;
@@ -62,16 +74,16 @@ double preon_db_cost_ms(const preon_db_conn_t *c, size_t reads, size_t writes)
 /* The expected wait, in ns, of the work of `reads` reads and `writes` writes (those ahead of a request and its own). */
 static double expected_ns(const preon_db_conn_t *c, size_t reads, size_t writes)
 {
-    return preon_db_cost_ms(c, reads, writes) * 1e6;
+    return preon__db_cost_ms(c, reads, writes) * 1e6;
 }
 
-int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, size_t writes, uint64_t now_ns)
+int preon__db_would_wait_too_long(const preon_db_conn_t *c, size_t n, size_t writes, uint64_t now_ns)
 {
     uint64_t bound = bound_ns(c), oldest;
     if (bound == 0)
         return 0;
     /* The age of the oldest query: a stuck head (a lock, a slow plan) shows here before any estimate can. */
-    if ((oldest = preon_db_conn_oldest_queued_ns(c)) != 0 && now_ns - oldest > bound)
+    if ((oldest = oldest_queued_ns(c)) != 0 && now_ns - oldest > bound)
         return 1;
     /* An idle connection takes any request: however large, refusing it there would refuse it for ever. Canceled
      * queries still count among the writes ahead: a few, for one pass at most. */
@@ -80,15 +92,14 @@ int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, size_t writ
     return ahead != 0 && measured(c) && expected_ns(c, ahead - ahead_writes + n - writes, ahead_writes + writes) > (double)bound;
 }
 
-size_t preon_db_batch_cap(const preon_db_conn_t *c)
+size_t preon__db_batch_cap(const preon_db_conn_t *c)
 {
-    const preon_config_t *cfg = c->pool->cfg;
-    int depth = cfg->database.pipeline_depth;
-    if (cfg->database.max_queue_wait_ms == 0 || depth == 0)
+    const preon_db_settings_t *set = &c->pool->settings;
+    if (set->max_queue_wait_ms == 0 || set->pipeline_depth == 0)
         return 0;
     if (!measured(c))
         return PREON_DB_SVC_FIRST_BATCH; /* not measured yet: small enough that the rest can still be refused */
-    double n = cfg->database.max_queue_wait_ms / (c->svc.ms * depth);
+    double n = set->max_queue_wait_ms / (c->svc.ms * set->pipeline_depth);
     return n < 64 ? 64 : n > 1e6 ? 1000000 : (size_t)n;
 }
 
@@ -99,7 +110,7 @@ int preon_db_cancel(preon_db_query_t *q)
         preon_db_conn_t *c = q->_conn;
         q->_state = QUERY_CANCELED;
         c->ncanceled++;
-        preon_db_pool_arm_flush(c->pool);
+        c->owner->arm_flush(c->pool);
         return 0;
     }
     case QUERY_CANCELED:
@@ -133,7 +144,7 @@ static void keep(preon_db_conn_t *c, preon_db_query_t *q)
     c->unsent_tail = &q->_next;
 }
 
-void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns)
+void preon__db_shed(preon_db_conn_t *c, uint64_t now_ns)
 {
     uint64_t bound = bound_ns(c);
     if (c->unsent_head == NULL || (bound == 0 && c->ncanceled == 0))
@@ -196,6 +207,6 @@ void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns)
     while (out != NULL) {
         preon_db_query_t *q = out;
         out = q->_next;
-        preon_db_pool_done(c->pool, q, q->_state == QUERY_CANCELED ? PREON_ECANCELED : PREON_EOVERLOADED, NULL, NULL);
+        c->owner->done(c->pool, q, q->_state == QUERY_CANCELED ? PREON_ECANCELED : PREON_EOVERLOADED, NULL, NULL);
     }
 }
