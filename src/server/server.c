@@ -552,6 +552,19 @@ static void set_write_path(h2o_evloop_t *loop, const preon_config_t *cfg)
 #endif
 }
 
+void preon_server_db_settings(const preon_config_t *cfg, preon_db_settings_t *out)
+{
+    *out = (preon_db_settings_t){.connections = (unsigned)cfg->database.connections_per_thread,
+                                 .pipeline_depth = (unsigned)cfg->database.pipeline_depth,
+                                 .max_queued = (size_t)cfg->database.max_queued,
+                                 .max_queue_wait_ms = (unsigned)cfg->database.max_queue_wait_ms,
+                                 .query_timeout_ms = (unsigned)cfg->database.query_timeout_ms,
+                                 .connect_timeout_ms = (unsigned)cfg->database.connect_timeout_ms,
+                                 .reconnect_min_ms = (unsigned)cfg->database.reconnect_min_ms,
+                                 .reconnect_max_ms = (unsigned)cfg->database.reconnect_max_ms,
+                                 .unnamed_statements = cfg->database.pooler == PREON_POOLER_TRANSACTION};
+}
+
 static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_t *cfg, const preon_db_target_t *target,
                         const preon_db_target_t *read_target, char *err, size_t errlen)
 {
@@ -578,12 +591,14 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
     h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
     thr->accept_pause_entry.cb = on_accept_resume;
+    preon_db_settings_t db;
+    preon_server_db_settings(cfg, &db);
     preon_db_counters_init(&thr->db_counters, service->nstatements);
-    thr->db = preon_db_pool_create(thr->loop, cfg, target, service->statements, service->nstatements, &thr->db_counters, tag);
+    thr->db = preon_db_pool_create(thr->loop, &db, target, service->statements, service->nstatements, &thr->db_counters, tag);
     preon_db_counters_init(&thr->db_read_counters, service->nstatements);
     if (read_target != NULL) {
         snprintf(tag, sizeof(tag), "r%u", index);
-        thr->db_read = preon_db_pool_create(thr->loop, cfg, read_target, service->statements, service->nstatements,
+        thr->db_read = preon_db_pool_create(thr->loop, &db, read_target, service->statements, service->nstatements,
                                             &thr->db_read_counters, tag);
         /* a read its standby's connection took down unsent goes to the primary when no other read connection is up,
          * as preon_dbreq_run sends a new one */
