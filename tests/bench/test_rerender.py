@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Every recorded run under bench/published/ renders again from its results.json into its report.md byte for byte,
-with the renderer that wrote it (bench/run.py's scenarios, bench/throughput.py's, bench/cost.py's, bench/builds.py's,
+with the renderer that wrote it (bench/run.py's scenarios, bench/throughput.py's, bench/cost.py's,
 bench/scaleup.py's): a report is the record's, never a hand-edited page. The runs recorded before a renderer changed
 its verdicts are listed in OLDER with why; every other folder must match. No load, no database: seconds.
 
@@ -15,7 +15,6 @@ import unittest
 REPO = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 PUBLISHED = os.path.join(REPO, "bench", "published")
 sys.path.insert(0, os.path.join(REPO, "bench"))
-import builds  # noqa: E402
 import run  # noqa: E402
 import scaleup  # noqa: E402
 import scenarios  # noqa: E402
@@ -48,8 +47,6 @@ def render(folder):
         return throughput_report.render(record.load_throughput(path).raw)
     if kind == "cost":
         return cost_report.render(cost_report.load(path))
-    if kind == "builds":
-        return builds.render(record.load_builds(path))
     return scaleup.render(record.load_json(path))
 
 

@@ -31,6 +31,7 @@ PATTERNS = [
     re.compile(r"\b%ss?\b" % AGENT, re.I),
     re.compile(r"\b%ss? (did|wrote|built|ran|made|measured|found|report)" % HELPER, re.I),
     re.compile(r"\b(the|a|our|its|project's) %s\b" % TRACKER, re.I),
+    re.compile(r"\b(other|another) engineer", re.I),          # who else worked on the machine
 ]
 
 
@@ -45,7 +46,7 @@ def self_test():
               "not looked into in th" + "is " + SESSION, "the eleventh " + SESSION + "'s measure",
               "while other %ss built" % SESSION, "three other %ss, load 10" % SESSION, "a work %s" % SESSION,
               "other %ss' builds and benchmarks" % SESSION, "a %s wrote it" % AGENT, "the %s measured" % HELPER,
-              "named in the %s" % TRACKER]
+              "named in the %s" % TRACKER, "while an" + "other engin" + "eer's suite ran"]
     passed = ["a PostgreSQL " + SESSION, "PgBouncer in " + SESSION + " mode", "target_" + SESSION + "_attrs",
               "a lock held by another " + SESSION, "the %s's table" % TICKET, "%ss that remain" % TICKET,
               "preon's front end and C %ss" % HELPER, "the builder's own JNI %s" % HELPER,
