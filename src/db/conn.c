@@ -308,6 +308,11 @@ static void become_ready(preon_db_conn_t *c)
         c->prepared[i] = 1;
     }
     set_state(c, CONN_READY);
+    /* A new backend (and after a restart, cold caches): its service time is measured afresh, and until then the
+     * connection is judged by the age of its oldest query (shed.c), as a freshly started one is. */
+    memset(&c->svc, 0, sizeof(c->svc));
+    c->svc_busy_total = 0;
+    c->svc_k = c->svc_kw = 0;
     c->state_since = preon__db_conn_now_ms(c);
     c->backoff_ms = pool->settings.reconnect_min_ms;
     if (c->ever_ready)
