@@ -27,10 +27,12 @@ COPY docs/openapi.json ./docs/openapi.json
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPREON_TESTS=OFF \
  && cmake --build build -j"$(nproc)" \
  && strip build/preon
-# The scratch runtime's root: the binary, every library ldd resolves (dereferenced, at the path the loader
-# searches) and the loader itself, CA certificates for TLS to the database, and users for uid 10001 (libpq looks
-# its user name up when the URL names none).
-RUN mkdir -p /rootfs/usr/local/bin /rootfs/etc/ssl/certs /rootfs/opt/preon \
+# The scratch runtime's root: the binary, every library ldd resolves (glibc; dereferenced, at the path the loader
+# searches) and the loader itself, CA certificates for TLS to the database, users for uid 10001 (libpq looks its user
+# name up when the URL names none), and config/ and sql/ under /opt/preon, where preon finds config/preon.yaml.
+COPY config /rootfs/opt/preon/config
+COPY sql /rootfs/opt/preon/sql
+RUN mkdir -p /rootfs/usr/local/bin /rootfs/etc/ssl/certs \
  && cp build/preon /rootfs/usr/local/bin/preon \
  && for lib in $(ldd build/preon | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do \
         cp --parents -L "$lib" /rootfs/; done \
@@ -41,7 +43,9 @@ RUN mkdir -p /rootfs/usr/local/bin /rootfs/etc/ssl/certs /rootfs/opt/preon \
 
 # The same service on debian:bookworm-slim, for those who want apt, a shell and dpkg's package data in the image.
 # Caches and lists are removed in the install's own layer: a base image without Debian's docker-clean apt hook
-# would otherwise keep ~80 MB of /var/cache/apt/*.bin.
+# would otherwise keep ~80 MB of /var/cache/apt/*.bin. preon listens on 0.0.0.0:8080 and reads
+# /opt/preon/config/preon.yaml by default (its working folder): no ENV or CMD needed. No shell or curl in the default
+# image: preon probes itself.
 FROM debian:bookworm-slim AS slim
 COPY config/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update \
@@ -49,26 +53,18 @@ RUN apt-get update \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log /tmp/runtime-packages.txt \
  && useradd --uid 10001 --no-create-home --home-dir /opt/preon --shell /usr/sbin/nologin preon
-COPY --from=build /src/build/preon /usr/local/bin/preon
-COPY config /opt/preon/config
-COPY sql /opt/preon/sql
+COPY --from=build /rootfs/usr/local/bin/preon /usr/local/bin/preon
+COPY --from=build /rootfs/opt/preon /opt/preon
 WORKDIR /opt/preon
 USER 10001
-ENV PREON_SERVER_LISTEN=0.0.0.0 PREON_SERVER_PORT=8080
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=2s --start-period=5s --retries=3 CMD ["/usr/local/bin/preon", "--probe", "/health/live"]
 ENTRYPOINT ["/usr/local/bin/preon"]
-CMD ["--config", "/opt/preon/config/preon.yaml"]
 
 FROM scratch AS runtime
 COPY --from=build /rootfs/ /
-COPY config /opt/preon/config
-COPY sql /opt/preon/sql
 WORKDIR /opt/preon
 USER 10001
-ENV PREON_SERVER_LISTEN=0.0.0.0 PREON_SERVER_PORT=8080
 EXPOSE 8080
-# No shell and no curl in the image: preon probes itself.
 HEALTHCHECK --interval=10s --timeout=2s --start-period=5s --retries=3 CMD ["/usr/local/bin/preon", "--probe", "/health/live"]
 ENTRYPOINT ["/usr/local/bin/preon"]
-CMD ["--config", "/opt/preon/config/preon.yaml"]

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The cost per request, in measures that the machine's noise cannot blur, in one command: for preon and TechEmpower's C h2o
-entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/plaintext, /plaintext pipelined ×16,
+"""The cost per request, in measures that the machine's noise cannot blur, in one command: for preon, its stock build on
+Debian's shared libraries (--stock, if built) and TechEmpower's C h2o entry (TFB h2o, if built) on the same
+PostgreSQL, per TechEmpower test type (/plaintext, /plaintext pipelined ×16,
 /json, /db, /fortunes, /queries=20, /updates=20):
 
   - user-space instructions per request of the server (valgrind --tool=callgrind: two whole runs of N1 and N2
@@ -23,8 +24,11 @@ entry (TFB h2o, if built) on the same PostgreSQL, per TechEmpower test type (/pl
   bench/cost.py --quick --no-throughput          # a handful of requests: a smoke test
   bench/cost.py --no-profile --no-throughput     # counts only (no perf, no pinned runs)
   bench/cost.py --no-pg-count                    # without PostgreSQL's instruction count (~6 min less)
+  bench/cost.py --stock none                     # without the stock build's column (--stock BINARY: another build)
 
-TFB h2o is optional: without a build its column says why. preon is counted from its normal release build
+The stock build (default build-stock/preon: cmake -S . -B build-stock -DPREON_DEPS=system) is measured as preon is,
+in every part of the same run, with the config/preon.yaml of its own source tree; without a build its column says
+why. TFB h2o is optional: without a build its column says why. preon is counted from its normal release build
 (CMakeLists.txt: -O3, no -march); build TFB h2o at a baseline ISA (e.g. -march=x86-64-v3): TechEmpower's
 -march=native build dies under valgrind on AVX-512 instructions. Results: report.md and results.json in --out
 (default bench/results/cost-<time>/).
@@ -38,7 +42,7 @@ import tempfile
 import time
 
 from measure import (HERE, REPO, build_preon, free_port, log, preon_env, private_postgres_dir, results_header, save)
-from measure import callgrind, cost_report, cpuprofile, fixed_count, pg_callgrind, syscalls, wrk
+from measure import callgrind, cost_report, cpuprofile, fixed_count, pg_callgrind, preon_build, syscalls, wrk
 from measure.cpus import Partition
 from measure.rounds import ORDERS
 from measure.rounds import order as rounds_order
@@ -48,6 +52,7 @@ from measure.throughput_report import TESTS as THROUGHPUT_TESTS  # the connectio
 
 PG_CONF = "synchronous_commit = off"  # as TechEmpower's, and as bench/throughput.py's
 TFB_DEFAULT = os.environ.get("TFB_H2O_DIR") or "/tmp/anchors/tfb-h2o"
+STOCK_DEFAULT = os.path.join(REPO, "build-stock", "preon")
 PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
 # requests per counted run (N1, N2) and per strace run, by test: a request of /queries=20 costs 20 queries
 FULL = {"n": {"plaintext": (2000, 10000), "pipelined": (2000, 10000), "json": (2000, 10000), "db": (1000, 5000),
@@ -69,10 +74,14 @@ def preon_server(binary, pgport, port, valgrind=False):
     env = dict(preon_env(pgport, port, None), PREON_SERVER_THREADS="1")
     if valgrind:
         env["PREON_DATABASE_MAX_QUEUE_WAIT_MS"] = "9000"
-    argv = [binary, "--config", os.path.join(REPO, "config", "preon.yaml")]
-    return argv, env, "release build of this checkout (CMakeLists.txt: -O3, no -march), Debian's libh2o 2.2.5, " \
-                      "libpq 15, jansson; config/preon.yaml as shipped, server.threads 1 (under valgrind " \
-                      "database.max_queue_wait_ms 9000)"
+        # once a quick run's counted /db of the stock build was answered 503 throughout, on a machine at load 9
+        # (2026-12-05; not seen again in four runs): a connect that valgrind stretched past the 3 s bound would do
+        # that, and the stock build's libpq5 connects slowest there (GSSAPI's Kerberos set-up first)
+        env["PREON_DATABASE_CONNECT_TIMEOUT_MS"] = "60000"
+    argv = [binary, "--config", preon_build.config_of(binary)]
+    return argv, env, "release build (CMakeLists.txt: -O3, no -march), %s; config/preon.yaml of its source tree as " \
+                      "shipped, server.threads 1 (under valgrind database.max_queue_wait_ms 9000, " \
+                      "connect_timeout_ms 60000)" % preon_build.sentence(preon_build.describe(binary))
 
 
 TFB_VARIANTS = {
@@ -106,6 +115,7 @@ def tfb_status(tfb, variant):
 def measure_server(name, make, pgdir, pgport, p, tests, work):
     """Every test's instruction count and syscalls for one server; a failing test is recorded and the rest go on."""
     argv, env, build = make(pgport, 0)
+    statics = preon_build.static_groups(argv[0]) if os.path.basename(argv[0]) == "preon" else {}
     run = ServerRun(status="ok", argv=argv, build=build, counts={}, syscalls={}, errors={})
     for key, label, path, depth in tests:
         n1, n2 = p["n"][key]
@@ -118,7 +128,7 @@ def measure_server(name, make, pgdir, pgport, p, tests, work):
                 statuses = callgrind.run(argv, env, port, "/plaintext", path, n, p["warmup"], 8, depth, out,
                                          os.path.join(work, "%s.log" % name))["statuses"]
                 files.append(out)
-            pr = callgrind.per_request(files[0], files[1], n1, n2, argv[0])
+            pr = callgrind.per_request(files[0], files[1], n1, n2, argv[0], statics=statics)
             ir = [callgrind.totals(f) for f in files]
             run.counts[key] = Count(n1=n1, n2=n2, ir1=ir[0], ir2=ir[1], statuses=statuses, **pr)
             log("%-8s %-9s %8.0f instructions per request" % (name, key, pr["ir_per_request"]))
@@ -189,8 +199,9 @@ def tfb_under_slow_postgres(tfb, variant, pgport, port):
 
 
 def profile(args, tests, servers, binary):
-    """Where the target CPU's time goes per request (bench/measure/cpuprofile.py), preon as shipped and TFB h2o at
-    TechEmpower's flags, one server thread each, the roles pinned as for the throughput: per round, one wrk run per
+    """Where the target CPU's time goes per request (bench/measure/cpuprofile.py), preon as shipped, its stock build
+    (when measured) and TFB h2o at TechEmpower's flags, one server thread each, the roles pinned as for the
+    throughput: per round, one wrk run per
     test and server (the servers' order as --order says), each after a 1 s warm-up; {"status": why} when it cannot run
     here."""
     why = cpuprofile.unavailable()
@@ -199,6 +210,8 @@ def profile(args, tests, servers, binary):
         return {"status": why or "needs a CPU partition (--partition)"}
     conns = {t["key"]: t["conns"] for t in THROUGHPUT_TESTS}
     makes = {"preon": lambda pg, port: preon_server(binary, pg, port)}
+    if servers["preon-stock"].status == "ok":
+        makes["preon-stock"] = lambda pg, port: preon_server(args.stock, pg, port)
     if servers["tfb-h2o"].status == "ok":
         makes["tfb-h2o"] = lambda pg, port: tfb_server(args.tfb_h2o_throughput or args.tfb_h2o, args.tfb_variant, pg,
                                                        port)
@@ -212,7 +225,7 @@ def profile(args, tests, servers, binary):
         res["partition"] = part.record()
         targets = {}
         try:
-            for name, make in makes.items():  # both started at once: the one not loaded waits in epoll_wait
+            for name, make in makes.items():  # all started at once: those not loaded wait in epoll_wait
                 port = free_port()
                 argv, env, _ = make(pgport, port)
                 targets[name] = Target(name, part.wrap("target", argv), env, port, db_path="/plaintext",
@@ -251,11 +264,14 @@ def profile_one(args, res, t, key, path, depth, conns, part, postmaster, work):
                   us["postgres_kernel"], us["other"]))
 
 
-def throughput(args, out):
-    """bench/throughput.py with the roles pinned; returns its medians per round, or None when it failed."""
+def throughput(args, out, stock):
+    """bench/throughput.py with the roles pinned (the stock build too when `stock`); returns its medians per round,
+    or None when it failed."""
     tp_out = os.path.join(out, "throughput")
-    targets = "preon,preon-twin,preon-c1,preon-c2,preon-c3,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m3,tfb-h2o-m4"
+    targets = "preon,preon-twin,%spreon-c1,preon-c2,preon-c3,preon-c4,tfb-h2o,tfb-h2o-m2,tfb-h2o-m3,tfb-h2o-m4" % (
+        "preon-stock," if stock else "")
     argv = [sys.executable, os.path.join(HERE, "throughput.py"), "--partition", args.partition, "--targets", targets,
+            "--stock", args.stock if stock else "none",
             "--c1-duration", "0", "--duration", str(args.duration), "--rounds", str(args.rounds), "--order", args.order,
             "--out", tp_out,
             "--tfb-h2o", args.tfb_h2o_throughput or args.tfb_h2o]
@@ -280,6 +296,9 @@ def main():
     ap.add_argument("--tfb-variant", default="backport", choices=sorted(TFB_VARIANTS),
                     help="TFB h2o's binary: backport (TechEmpower's code, PQsendPipelineSync, one write per batch; the "
                          "default) or stocklibpq (PQpipelineSync, one write per query)")
+    ap.add_argument("--stock", default=STOCK_DEFAULT, metavar="BINARY",
+                    help="the stock build measured beside preon (default %(default)s: cmake -DPREON_DEPS=system -B "
+                         "build-stock); none: no such column")
     ap.add_argument("--tests", default=",".join(t[0] for t in TESTS), help="subset of the test types")
     ap.add_argument("--quick", action="store_true", help="a handful of requests per run: a smoke test")
     ap.add_argument("--no-throughput", action="store_true", help="counts only")
@@ -316,6 +335,15 @@ def main():
         os.chmod(work, 0o755)
         servers["preon"] = measure_server("preon", lambda pg, port, vg=False: preon_server(binary, pg, port, vg),
                                           pgdir, pgport, p, tests, work)
+        if args.stock != "none" and os.access(args.stock, os.X_OK):
+            servers["preon-stock"] = measure_server(
+                "preon-stock", lambda pg, port, vg=False: preon_server(args.stock, pg, port, vg), pgdir, pgport, p,
+                tests, work)
+        else:
+            servers["preon-stock"] = ServerRun(status="not built: no %s (cmake -S . -B build-stock -DPREON_DEPS=system"
+                                               ", or --stock BINARY)" % args.stock if args.stock != "none"
+                                               else "not run (--stock none)", argv=[], build="", counts={},
+                                               syscalls={}, errors={})
         status = tfb_status(args.tfb_h2o, args.tfb_variant)
         if status == "ok":
             servers["tfb-h2o"] = measure_server(
@@ -329,11 +357,12 @@ def main():
             servers["tfb-h2o"] = ServerRun(status=status, argv=[], build="", counts={}, syscalls={}, errors={})
         if not args.no_pg_count:
             measure_postgres({"preon": lambda pg, port: preon_under_slow_postgres(binary, pg, port),
+                              "preon-stock": lambda pg, port: preon_under_slow_postgres(args.stock, pg, port),
                               "tfb-h2o": lambda pg, port: tfb_under_slow_postgres(args.tfb_h2o, args.tfb_variant, pg,
                                                                                   port)},
                              servers, pgdir, pgport, p, tests, work)
     prof = {"status": "not run (--no-profile)"} if args.no_profile else profile(args, tests, servers, binary)
-    tp = None if args.no_throughput else throughput(args, out)
+    tp = None if args.no_throughput else throughput(args, out, servers["preon-stock"].status == "ok")
     header["loadavg_end"] = list(os.getloadavg())
     res = CostResults(header=header, settings=settings, servers=servers, throughput=tp, cpu_profile=prof)
     save(res.to_json(), cost_report.render(res), out)

@@ -126,7 +126,11 @@ def describe(r):
                                     " / ".join(map(str, r["false_201"])), " / ".join(map(str, r["new_leader_s"])),
                                     " / ".join(map(str, r["recovery_s"]))))
     if t == "histories":
-        return ("history under %s" % r["nemesis"], "8 clients, %d round(s), {:,} operations".format(r["operations"]) % r["rounds"],
+        form = " (%s)" % r["form"] if r.get("form", "shipped") != "shipped" else ""
+        piped = (", {:,} of them pipelined, {:,} abandoned with the answer pending".format(r["pipelined"], r["abandoned"])
+                 if "pipelined" in r else "")
+        return ("history under %s%s" % (r["nemesis"], form),
+                "8 clients, %d round(s), {:,} operations{}".format(r["operations"], piped) % r["rounds"],
                 secs, "definite {:,}, 503 {:,}, indeterminate {:,}; {}".format(r["definite"], r["nothing"],
                                                                              r["indeterminate"], r["verdict"]))
     return (t, "", secs, json.dumps({k: v for k, v in r.items() if k not in ("test", "build", "date")}))

@@ -17,6 +17,9 @@ the database rows with it loaded (the cluster restarted).
   bench/throughput.py --tfb-h2o /tmp/anchors/tfb-h2o --go-gin bench/peers/go/run.sh
   bench/throughput.py --quick --targets preon,pgbench   # seconds, a smoke test
   bench/throughput.py --partition auto             # wrk on CPU 0, the servers and PostgreSQL on the others
+  bench/throughput.py --targets preon,preon-stock,preon-previous --previous /tmp/old/build/preon
+                                                   # preon beside its stock build (build-stock/, --stock) and an
+                                                   # older commit's build, each with its own tree's config
 Results: report.md and results.json in --out (default bench/results/throughput-<time>/).
 """
 import argparse
@@ -28,7 +31,7 @@ import subprocess
 from measure import (HERE, PG_SH, REPO, Target, build_preon, free_port, log, pgbench, preon_env, private_postgres_dir,
                      results_header, save, wrk)
 from measure import main_pid, rss_kb
-from measure import tcp
+from measure import preon_build, tcp
 from measure.cpus import Partition
 from measure.rounds import ORDERS
 from measure.rounds import order as rounds_order
@@ -39,11 +42,16 @@ PIPELINE_LUA = os.path.join(HERE, "wrk", "pipeline.lua")
 PG_CONF = "synchronous_commit = off"
 PGSS_CONF = "shared_preload_libraries = 'pg_stat_statements'"
 TFB_DEFAULT = "/tmp/anchors/tfb-h2o"
+STOCK_DEFAULT = os.path.join(REPO, "build-stock", "preon")  # cmake -S . -B build-stock -DPREON_DEPS=system
 # preon-twin is preon as shipped a second time, in the same rounds: what the two differ by is the machine's noise.
 # preon as shipped keeps TechEmpower's rule (a Sync after every query), as do preon-c1 to preon-c4 (one, two, three
 # and four connections per thread instead of the default's choice: the report compares with preon's best of them); preon-batch shares Syncs among requests' reads, "beyond TechEmpower's rules", in a column of its own. TFB h2o runs at -m1 (TechEmpower's flag, tuned for 28
 # cores), -m2, -m3 and -m4 database connections per thread: the report compares with its best per test.
-MEMBERS = ["preon", "preon-twin", "preon-c1", "preon-c2", "preon-c3", "preon-c4", "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m3", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
+# preon-stock and preon-previous are other builds of preon as shipped (--stock, --previous: the stock build on Debian's
+# shared libraries, an older commit's build), each with the configuration of its own source tree; the report sets
+# them beside preon, every test.
+MEMBERS = ["preon", "preon-twin", "preon-stock", "preon-previous", "preon-c1", "preon-c2", "preon-c3", "preon-c4",
+           "preon-batch", "tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m3", "tfb-h2o-m4", "go-gin", "bare", "pgbench", "pgbench-one"]
 TFB_SETTINGS = {"tfb-h2o": [], "tfb-h2o-m2": ["-m2"], "tfb-h2o-m3": ["-m3"], "tfb-h2o-m4": ["-m4"]}
 DB_TESTS = ["db", "fortunes", "queries", "updates"]
 
@@ -134,6 +142,12 @@ def make_members(args, partition):
             return Target(name, [preon_bin, "--config", os.path.join(REPO, "config", "preon.yaml")], env, port)
         return make
 
+    def preon_build_as(name, binary):  # another build, with its own source tree's config/preon.yaml
+        def make(pg, port):
+            return Target(name, [binary, "--config", preon_build.config_of(binary)], preon_env(pg, port, args.sync),
+                          port)
+        return make
+
     def tfb_h2o(name):  # the anchor's run.sh: TechEmpower's flags, on 127.0.0.1, with -mN where asked
         def make(pg, port):
             env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(pg), PGDATABASE="preon", PGUSER="postgres")
@@ -152,6 +166,8 @@ def make_members(args, partition):
     tfb_tests = ["plaintext", "pipelined", "json"] + DB_TESTS
     members = [Http("preon", [t["key"] for t in TESTS], preon_as("preon")),
                Http("preon-twin", [t["key"] for t in TESTS], preon_as("preon-twin")),
+               Http("preon-stock", [t["key"] for t in TESTS], preon_build_as("preon-stock", args.stock)),
+               Http("preon-previous", [t["key"] for t in TESTS], preon_build_as("preon-previous", args.previous)),
                Http("preon-c1", DB_TESTS, preon_as("preon-c1", PREON_DATABASE_CONNECTIONS_PER_THREAD="1")),
                Http("preon-c2", DB_TESTS, preon_as("preon-c2", PREON_DATABASE_CONNECTIONS_PER_THREAD="2")),
                Http("preon-c3", DB_TESTS, preon_as("preon-c3", PREON_DATABASE_CONNECTIONS_PER_THREAD="3")),
@@ -169,6 +185,9 @@ def make_members(args, partition):
     absent = {"tfb-h2o": None if tfb_built else "not built", "tfb-h2o-m2": None if tfb_built else "not built",
               "tfb-h2o-m3": None if tfb_built else "not built", "tfb-h2o-m4": None if tfb_built else "not built",
               "go-gin": None if os.path.isfile(gin) else "not available",
+              "preon-stock": None if os.access(args.stock, os.X_OK) else "not built (%s)" % args.stock,
+              "preon-previous": None if args.previous and os.access(args.previous, os.X_OK) else
+              "not built (%s)" % (args.previous or "no --previous"),
               "bare": None if bare or "bare" not in wanted else "not built"}
     for m in members:
         m.status = "not run" if m.name not in wanted else absent.get(m.name) or "ok"
@@ -277,6 +296,10 @@ def main():
                          "rotated: the only order before 2026-12-03)")
     ap.add_argument("--targets", default=",".join(MEMBERS), help="subset of " + ",".join(MEMBERS))
     ap.add_argument("--tfb-h2o", help="TechEmpower h2o build (default %s if built)" % TFB_DEFAULT)
+    ap.add_argument("--stock", default=STOCK_DEFAULT, metavar="BINARY",
+                    help="preon-stock's binary (default %(default)s: cmake -DPREON_DEPS=system -B build-stock)")
+    ap.add_argument("--previous", default=None, metavar="BINARY",
+                    help="preon-previous's binary: an older commit's build (e.g. /tmp/preon-old/build/preon)")
     ap.add_argument("--go-gin", help="the Go peer's run.sh (default bench/peers/go/run.sh if present)")
     ap.add_argument("--variant", choices=["plain", "pgss"], action="append", default=None,
                     help="pgss: also the database rows with pg_stat_statements loaded (repeatable; plain is always run)")
@@ -290,6 +313,8 @@ def main():
                          "default: as it is (recorded either way; bench/measure/tcp.py says why it matters)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    args.stock = os.path.abspath(args.stock)
+    args.previous = args.previous and os.path.abspath(args.previous)
     try:
         partition = Partition.parse(args.partition)
     except ValueError as e:
@@ -320,6 +345,10 @@ def run_all(args, members, variants, partition):
                              status={m.name: m.status for m in members}, variants={})
     log("targets: %s" % ", ".join("%s (%s)" % (m.name, m.status) for m in members))
     results["partition"] = partition.record(partition.detect(("nproc",)))
+    results["builds"] = {m.name: preon_build.describe(b) for m, b in (
+        (m, {"preon": os.path.join(REPO, "build", "preon"), "preon-stock": args.stock,
+             "preon-previous": args.previous}.get(m.name)) for m in members)
+        if b and m.status == "ok"}
     with private_postgres_dir(PG_CONF) as (pgdir, pgport):
         partition.place_postgres(pgdir)
         for variant in variants:

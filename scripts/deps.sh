@@ -5,9 +5,9 @@
 #        scripts/deps.sh stack                  run, plus deploy/stack/'s engines (etcd, Patroni, HAProxy, PgBouncer)
 set -euo pipefail
 
-# build: h2o and libpq from Debian's source packages (scripts/sources/build.sh: dpkg-dev unpacks them), linked
-# statically with Debian's static OpenSSL, zlib, jansson and libyaml
-build=(cmake make gcc pkg-config dpkg-dev patch libssl-dev zlib1g-dev libjansson-dev libyaml-dev)
+# build: h2o and libpq from Debian's source packages (scripts/sources/build.sh: dpkg-dev unpacks them; h2o's CMake
+# project asks for a C++ compiler too), linked statically with Debian's static OpenSSL, zlib, jansson and libyaml
+build=(cmake make gcc g++ pkg-config dpkg-dev patch libssl-dev zlib1g-dev libjansson-dev libyaml-dev)
 # the stock build (-DPREON_DEPS=system), which the test command also builds: Debian's shared h2o and libpq
 stock=(libh2o-evloop-dev libpq-dev)
 run=(postgresql-15 postgresql-client-15 curl)

@@ -86,23 +86,31 @@ static void usage(FILE *fp)
                 "1 if the server cannot start, 2 for a bad configuration or bad arguments.\n");
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct {
+    const char *path;  /* --config, or NULL */
+    const char *probe; /* --probe PATH, or NULL */
+    int check;         /* --check-config */
+} args_t;
+
+/* Reads the command line into `a`; returns -1 to go on, or the exit status when it is all done (--help, --version,
+ * a bad argument). */
+static int parse_args(int argc, char **argv, args_t *a)
 {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'}, {"check-config", no_argument, NULL, 'C'},
                                              {"probe", required_argument, NULL, 'P'},  {"version", no_argument, NULL, 'v'},
                                              {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    const char *path = NULL, *probe = NULL;
-    int check = 0, opt;
+    int opt;
     while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
-            path = optarg;
+            a->path = optarg;
             break;
         case 'C':
-            check = 1;
+            a->check = 1;
             break;
         case 'P':
-            probe = optarg;
+            a->probe = optarg;
             break;
         case 'v':
             printf("preon %s\n", PREON_VERSION);
@@ -120,68 +128,83 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    return -1;
+}
+
+/* database.read_url's target, checked and resolved as database.url's; NULL with the reason on stderr. */
+static preon_db_target_t *create_read_target(const preon_config_t *cfg, int resolve)
+{
+    char err[512];
+    preon_db_target_t *t = preon_db_target_create(cfg->database.read_url, cfg->database.client_check_ms, resolve, err, sizeof(err));
+    if (t == NULL) {
+        /* its message names database.url: this one is database.read_url */
+        const char *prefix = "database.url: ";
+        fprintf(stderr, "database.read_url: %s\n", strncmp(err, prefix, strlen(prefix)) == 0 ? err + strlen(prefix) : err);
+    }
+    return t;
+}
+
+/* --check-config: the configuration as it would run, on stdout. */
+static void print_check(const preon_config_t *cfg, const char *path, unsigned threads, int per_thread, const char *chosen)
+{
+    warn_deprecated(cfg, stderr);
+    printf("# %s: valid\n", path != NULL ? path : "(built-in defaults)");
+    printf("# server.threads: %u (%s)\n", threads, cfg->server.threads != 0 ? "set" : "one per usable CPU");
+    printf("# database.connections_per_thread: %d (%s)\n", per_thread, chosen);
+    preon_config_print(cfg, stdout);
+}
+
+int main(int argc, char **argv)
+{
+    args_t args = {0};
+    int status = parse_args(argc, argv, &args);
+    if (status >= 0)
+        return status;
 
     preon_config_t cfg;
+    preon_db_target_t *target = NULL, *read_target = NULL;
     char err[512];
     preon_config_init(&cfg);
+    status = 2; /* a bad configuration, until it is known good */
     /* The default file is optional (the binary may run from anywhere); a file named on the command line is not. */
-    if (path == NULL && access(DEFAULT_CONFIG, F_OK) == 0)
-        path = DEFAULT_CONFIG;
-    if (load(&cfg, path, err, sizeof(err)) != 0) {
+    if (args.path == NULL && access(DEFAULT_CONFIG, F_OK) == 0)
+        args.path = DEFAULT_CONFIG;
+    if (load(&cfg, args.path, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
-        preon_config_dispose(&cfg);
-        return 2;
+        goto Exit;
     }
-    if (probe != NULL) {
-        int rv = preon_probe(&cfg, probe);
-        preon_config_dispose(&cfg);
-        return rv;
+    if (args.probe != NULL) {
+        status = preon_probe(&cfg, args.probe);
+        goto Exit;
     }
     preon_log_configure((preon_log_level_t)cfg.log.level, (preon_log_format_t)cfg.log.format, cfg.log.access);
-    /* The URL is checked with libpq's own parser; the host name is resolved here, not on an event loop. */
-    preon_db_target_t *target = preon_db_target_create(cfg.database.url, cfg.database.client_check_ms, !check, err, sizeof(err));
+    /* The URLs are checked with libpq's own parser; host names are resolved here, not on an event loop. */
+    target = preon_db_target_create(cfg.database.url, cfg.database.client_check_ms, !args.check, err, sizeof(err));
     if (target == NULL) {
         fprintf(stderr, "%s\n", err);
-        preon_config_dispose(&cfg);
-        return 2;
+        goto Exit;
     }
-    /* database.read_url: a second target for reads, checked and resolved the same way. */
-    preon_db_target_t *read_target = NULL;
-    if (cfg.database.read_url[0] != '\0') {
-        char rerr[512];
-        read_target = preon_db_target_create(cfg.database.read_url, cfg.database.client_check_ms, !check, rerr, sizeof(rerr));
-        if (read_target == NULL) {
-            /* its message names database.url: this one is database.read_url */
-            const char *prefix = "database.url: ";
-            fprintf(stderr, "database.read_url: %s\n", strncmp(rerr, prefix, strlen(prefix)) == 0 ? rerr + strlen(prefix) : rerr);
-            preon_db_target_destroy(target);
-            preon_config_dispose(&cfg);
-            return 2;
-        }
-    }
+    if (cfg.database.read_url[0] != '\0' && (read_target = create_read_target(&cfg, !args.check)) == NULL)
+        goto Exit;
     char chosen[160];
     unsigned threads = preon_server_threads(&cfg);
     int per_thread = preon_config_choose_connections(&cfg, threads, chosen, sizeof(chosen));
-    if (check) {
-        warn_deprecated(&cfg, stderr);
-        printf("# %s: valid\n", path != NULL ? path : "(built-in defaults)");
-        printf("# server.threads: %u (%s)\n", threads, cfg.server.threads != 0 ? "set" : "one per usable CPU");
-        printf("# database.connections_per_thread: %d (%s)\n", per_thread, chosen);
-        preon_config_print(&cfg, stdout);
-        preon_db_target_destroy(target);
-        preon_db_target_destroy(read_target);
-        preon_config_dispose(&cfg);
-        return 0;
+    if (args.check) {
+        print_check(&cfg, args.path, threads, per_thread, chosen);
+        status = 0;
+        goto Exit;
     }
     preon_log_start();
     warn_deprecated(&cfg, NULL);
     preon_log_info("database.connections_per_thread: %d (%s)", per_thread, chosen);
-    config_path = path;
+    config_path = args.path;
     running = &cfg;
-    int rv = preon_server_run(&cfg, target, read_target, preon_app(&cfg), on_reload);
+    status = preon_server_run(&cfg, target, read_target, preon_app(&cfg), on_reload) == 0 ? 0 : 1;
     preon_log_stop();
-    preon_db_target_destroy(target);
+
+Exit:
     preon_db_target_destroy(read_target);
+    preon_db_target_destroy(target);
     preon_config_dispose(&cfg);
-    return rv == 0 ? 0 : 1;
+    return status;
 }

@@ -29,18 +29,19 @@ H2O_STATIC = re.compile(r"^(h2o_|phr_|yoml_|ptls_|quicly_|on_read|on_write|on_ac
 TIME_DRIVEN = re.compile(r":(writer_main) \[")
 
 
-def group_of(obj, func, main_binary):
+def group_of(obj, func, main_binary, statics=None):
     """The report's group of a function (its object's basename; in `main_binary`, "preon" or, for a binary that
-    links h2o in, "h2o" for h2o's functions and "app" for the rest)."""
+    links h2o in, "h2o" for h2o's functions and "app" for the rest; in a preon that links its libraries statically,
+    the library's group by `statics`, function name → group: bench/measure/preon_build.py's static_groups)."""
     obj = "" if obj in (None, "?") else obj
     if not obj and func.startswith("./"):
         return "libc"  # glibc's own source paths (./stdio-common/…): callgrind_annotate left the object out
     if (obj and os.path.realpath(obj) == os.path.realpath(main_binary)) or (not obj and func.startswith("/")):
         # the main binary's, or a function callgrind_annotate printed without its object but with a source path
         # (TFB h2o's, built with -g): preon's or, in a binary that links h2o, h2o's or the app's by name and path
-        if os.path.basename(main_binary) == "preon":
-            return "preon"
         name = func.rpartition(":")[2]
+        if os.path.basename(main_binary) == "preon":
+            return (statics or {}).get(name, "preon")
         path = func.rpartition(":")[0]
         return "h2o" if H2O_STATIC.match(name) or any(d in path for d in ("/h2o/", "/lib/", "/deps/")) else "app"
     for frag, name in GROUPS:  # after the main binary: TFB's h2o-app-stocklibpq is not libpq
@@ -95,10 +96,10 @@ def run(argv, env, port, ready_path, path, n, warmup, conns, depth, out_file, lo
     return {"ir": totals(out_file), "statuses": got["statuses"]}
 
 
-def per_request(small, large, n_small, n_large, main_binary, top=15):
-    """Two runs' callgrind files → the cost of one request: total, self cost by group, and the top functions by
-    inclusive and by self cost (Ir per request, differences of the two runs), and the part spent in threads that
-    wake on a timer (TIME_DRIVEN)."""
+def per_request(small, large, n_small, n_large, main_binary, top=15, statics=None):
+    """Two runs' callgrind files → the cost of one request: total, self cost by group (`statics` as group_of takes
+    it), and the top functions by inclusive and by self cost (Ir per request, differences of the two runs), and the
+    part spent in threads that wake on a timer (TIME_DRIVEN)."""
     d = float(n_large - n_small)
     i_small = annotate(small, True)
     incl = {k: (v - i_small.get(k, 0)) / d for k, v in annotate(large, True).items()}
@@ -107,7 +108,7 @@ def per_request(small, large, n_small, n_large, main_binary, top=15):
     groups = {}
     for k, v in own.items():
         func, _, obj = k.rpartition(" [")
-        g = group_of(obj.rstrip("]"), func, main_binary)
+        g = group_of(obj.rstrip("]"), func, main_binary, statics)
         groups[g] = groups.get(g, 0.0) + v
     pick = lambda table: [{"function": k, "ir": round(v, 1)} for k, v in  # noqa: E731
                           sorted(table.items(), key=lambda kv: -kv[1])[:top] if v > 0.5]

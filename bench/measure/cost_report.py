@@ -6,9 +6,9 @@ import statistics
 from typing import Optional
 
 from . import record
-from .report import Spread, fmt, md_table, ratio, round_ratios
+from .report import Spread, fmt, md_table, ratio
 from .rounds import ORDERS
-from .throughput_report import TFB_FLAG
+from .throughput_report import TFB_FLAG, paired
 
 # the profile's sentence says "servers" where throughput.py's says "targets"
 PROFILE_ORDERS = {k: v.replace("the order of the targets", "the servers' order") for k, v in ORDERS.items()}
@@ -17,8 +17,24 @@ TESTS = [("plaintext", "/plaintext", "/plaintext", 1), ("pipelined", "/plaintext
          ("json", "/json", "/json", 1), ("db", "/db", "/db", 1), ("fortunes", "/fortunes", "/fortunes", 1),
          ("queries", "/queries=20", "/queries?queries=20", 1), ("updates", "/updates=20", "/updates?queries=20", 1)]
 LABEL = {k: label for k, label, _, _ in TESTS}
-SERVERS = ("preon", "tfb-h2o")
-NAMES = {"preon": "preon", "tfb-h2o": "TFB h2o"}
+SERVERS = ("preon", "preon-stock", "tfb-h2o")
+NAMES = {"preon": "preon", "preon-stock": "preon, stock build", "tfb-h2o": "TFB h2o"}
+STOCK = "preon-stock"  # a column of runs that measured it (from 2026-12-05), and its ratio to preon beside TFB h2o's
+
+
+def shown(res):
+    """The servers with a column: preon and TFB h2o always (a record's absent one says why), the stock build in the
+    runs that knew it."""
+    return [n for n in SERVERS if n != STOCK or n in res.servers]
+
+
+def stock_ratio(res, test, get):
+    """preon / its stock build for a column beside "preon / TFB h2o", [] in runs without the stock build."""
+    return [_ratio(res, test, get, STOCK)] if STOCK in res.servers else []
+
+
+def stock_head(res, what="preon / stock build"):
+    return [what] if STOCK in res.servers else []
 
 
 @dataclasses.dataclass
@@ -144,8 +160,8 @@ def _sys(side):
     return get
 
 
-def _ratio(res, test, get):
-    a, b = res.servers.get("preon"), res.servers.get("tfb-h2o")
+def _ratio(res, test, get, other="tfb-h2o"):
+    a, b = res.servers.get("preon"), res.servers.get(other)
     if not a or not b or a.status != "ok" or b.status != "ok":
         return "-"
     x, y = get(a, test), get(b, test)
@@ -174,14 +190,16 @@ def render(res):
               "that wake on a timer, not on requests (preon's log writer polls every 5 ms): under valgrind a run lasts "
               "longer, so this part is inflated against a native run.", ""]
     rows = []
+    cols = shown(res)
     for k, label, _, _ in TESTS:
         c = next((r.counts[k] for r in res.servers.values() if k in r.counts), None)
         rows.append([label, "%d / %d" % (c.n1, c.n2) if c else "-"] +
-                    [_cell(res.servers[n], k, _ir, "%.0f") if n in res.servers else "-" for n in SERVERS] +
-                    [_ratio(res, k, _ir)] +
-                    [_cell(res.servers[n], k, _td, "%.0f") if n in res.servers else "-" for n in SERVERS])
-    lines += md_table(["test", "N1 / N2", "preon", "TFB h2o", "preon / TFB h2o", "preon: of which time-driven",
-                       "TFB h2o: of which time-driven"], rows, ["l", "r", "r", "r", "r", "r", "r"]).splitlines()
+                    [_cell(res.servers[n], k, _ir, "%.0f") if n in res.servers else "-" for n in cols] +
+                    [_ratio(res, k, _ir)] + stock_ratio(res, k, _ir) +
+                    [_cell(res.servers[n], k, _td, "%.0f") if n in res.servers else "-" for n in cols])
+    head = ["test", "N1 / N2"] + [NAMES[n] for n in cols] + ["preon / TFB h2o"] + stock_head(res) + \
+        ["%s: of which time-driven" % NAMES[n] for n in cols]
+    lines += md_table(head, rows, ["l"] + ["r"] * (len(head) - 1)).splitlines()
     if any(r.pg_counts for r in res.servers.values()):  # records made before it render as they did
         lines += postgres_section(res)
     lines += ["", "## System calls per request (strace -c -f)", "",
@@ -190,11 +208,13 @@ def render(res):
     rows = []
     for k, label, _, _ in TESTS:
         rows.append([label] + [_cell(res.servers[n], k, _sys("server"), "%.2f") if n in res.servers else "-"
-                               for n in SERVERS] + [_ratio(res, k, _sys("server"))] +
+                               for n in cols] + [_ratio(res, k, _sys("server"))] +
+                    stock_ratio(res, k, _sys("server")) +
                     [_cell(res.servers[n], k, _sys("postgres"), "%.2f") if n in res.servers else "-"
-                     for n in SERVERS])
-    lines += md_table(["test", "preon", "TFB h2o", "preon / TFB h2o", "preon's PostgreSQL", "TFB h2o's PostgreSQL"],
-                      rows, ["l", "r", "r", "r", "r", "r"]).splitlines()
+                     for n in cols])
+    head = ["test"] + [NAMES[n] for n in cols] + ["preon / TFB h2o"] + stock_head(res) + \
+        ["%s's PostgreSQL" % NAMES[n] for n in cols]
+    lines += md_table(head, rows, ["l"] + ["r"] * (len(head) - 1)).splitlines()
     lines += throughput_section(res.throughput)
     if res.cpu_profile is not None:  # records made before the profile existed render as they did
         lines += profile_section(res.cpu_profile)
@@ -256,19 +276,24 @@ def postgres_section(res):
              "prepared at connect cancel; both runs had the same number of backends. \"together\": the server's "
              "instructions per request (above) plus its PostgreSQL's. Neither count includes the kernel.", ""]
     rows = []
+    cols = shown(res)
     for k, label, _, _ in TESTS:
         c = next((r.pg_counts[k] for r in res.servers.values() if k in r.pg_counts), None)
         if c is None:
             continue
         rows.append([label, "%d / %d" % (c.n1, c.n2)] +
-                    [_pg_cell(res.servers.get(n), k, _pg, "%.0f") for n in SERVERS] + [_ratio(res, k, _pg)] +
-                    [_pg_cell(res.servers.get(n), k, _both, "%.0f") for n in SERVERS] + [_ratio(res, k, _both)] +
-                    [" / ".join(_pg_of(res, n, k, lambda c: str(c.backends)) for n in SERVERS),
-                     " / ".join(_pg_of(res, n, k, _not_200) for n in SERVERS)])
-    return lines + md_table(["test", "N1 / N2", "preon's PostgreSQL", "TFB h2o's PostgreSQL", "preon / TFB h2o",
-                             "together: preon", "together: TFB h2o", "together: preon / TFB h2o",
-                             "backends (preon / TFB h2o)", "answers not 200 of N2 (preon / TFB h2o)"], rows,
-                            ["l"] + ["r"] * 9).splitlines()
+                    [_pg_cell(res.servers.get(n), k, _pg, "%.0f") for n in cols] + [_ratio(res, k, _pg)] +
+                    stock_ratio(res, k, _pg) +
+                    [_pg_cell(res.servers.get(n), k, _both, "%.0f") for n in cols] + [_ratio(res, k, _both)] +
+                    stock_ratio(res, k, _both) +
+                    [" / ".join(_pg_of(res, n, k, lambda c: str(c.backends)) for n in cols),
+                     " / ".join(_pg_of(res, n, k, _not_200) for n in cols)])
+    who = " / ".join(NAMES[n] for n in cols)
+    head = ["test", "N1 / N2"] + ["%s's PostgreSQL" % NAMES[n] for n in cols] + ["preon / TFB h2o"] + \
+        stock_head(res) + ["together: %s" % NAMES[n] for n in cols] + ["together: preon / TFB h2o"] + \
+        stock_head(res, "together: preon / stock build") + \
+        ["backends (%s)" % who, "answers not 200 of N2 (%s)" % who]
+    return lines + md_table(head, rows, ["l"] + ["r"] * (len(head) - 1)).splitlines()
 
 
 def _not_200(c):
@@ -287,16 +312,6 @@ def _pg_cell(run, test, get, f):
     if run.status == "ok" and "%s postgres" % test in run.errors:
         return "failed (results.json: errors)"
     return _cell(run, test, get, f)
-
-
-def paired(a, b):
-    """Two targets' per-round rates divided round by round (report.round_ratios): the ratios' median (min–max), or
-    "-" without two rounds of both."""
-    rs = round_ratios(a, b)
-    if len(rs) < 2:
-        return "-"
-    sp = Spread(rs)
-    return "%.2f× (%.2f–%.2f)" % (sp, sp.lo, sp.hi)
 
 
 def twin_of_shipped(tp, cpts):
@@ -331,11 +346,15 @@ def throughput_section(tp):
     cpts = [m for m in ("preon-c1", "preon-c2", "preon-c3", "preon-c4")
             if m not in ("preon-c1", "preon-c3") or any(by.get(m) for by in tp["per_round"].values())]
     twin = twin_of_shipped(tp, cpts)
+    stock = any(by.get(STOCK) for by in tp["per_round"].values())  # the stock build, in runs that had it
     twin_label = twin if twin == "preon-twin" else "cpt=%s" % twin[-1] if twin else None
     shipped = tp.get("shipped") or {}
     if shipped.get("status") == "ok":
         out[-1] += " preon as shipped chose %d connections per thread (--check-config: %s)." % (
             shipped["connections_per_thread"], shipped["why"])
+    if stock:
+        out[-1] += (" preon, stock build: the stock build as shipped (its own config/preon.yaml), in the same rounds; "
+                    "\"within noise\" where its rounds' range and preon's overlap.")
     if twin:
         out[-1] += (" The same server twice: %s is preon with the same settings as shipped, run in the same rounds; "
                     "its ratio to shipped is this machine's noise, and a difference inside its range cannot be told "
@@ -354,12 +373,14 @@ def throughput_section(tp):
                      ratio(shipped, sp[best]) if best else "-",
                      paired(by.get("preon"), by.get(best)) if best else "-"] +
                     (["%s; %s" % (ratio(shipped, sp.get(twin)), paired(by.get("preon"), by.get(twin)))]
-                     if twin else []))
-    out += md_table(["test", "preon as shipped"] + ["preon cpt=%s" % m[-1] for m in cpts] +
-                    ["TFB h2o at its best", "shipped / TFB best", "round by round"] +
-                    (["the same server twice: shipped / %s, medians; round by round" % twin_label] if twin else []),
-                    rows,
-                    ["l"] + ["r"] * (len(cpts) + 4 + bool(twin))).splitlines()
+                     if twin else []) +
+                    ([fmt(sp.get(STOCK)), "%s; %s" % (ratio(shipped, sp.get(STOCK)),
+                                                      paired(by.get("preon"), by.get(STOCK)))] if stock else []))
+    head = ["test", "preon as shipped"] + ["preon cpt=%s" % m[-1] for m in cpts] + \
+        ["TFB h2o at its best", "shipped / TFB best", "round by round"] + \
+        (["the same server twice: shipped / %s, medians; round by round" % twin_label] if twin else []) + \
+        (["preon, stock build", "shipped / stock build, medians; round by round"] if stock else [])
+    out += md_table(head, rows, ["l"] + ["r"] * (len(head) - 1)).splitlines()
     return out + [""]
 
 
@@ -407,15 +428,17 @@ def profile_section(prof):
                 fmt(total[n], "%.1f"), fmt(Spread([g["rps"] or 0 for g in runs[n]])),
                 100 * statistics.median(g["busy"] for g in runs[n]),
                 100 * max(g.get("stolen", 0) for g in runs[n])))
-        a, b = total.get("preon"), total.get("tfb-h2o")
+        a, b, st = total.get("preon"), total.get("tfb-h2o"), total.get(STOCK)
         own = ["%s %.0f%%" % (NAMES[n], 100 * med[n]["server_user"] / total[n]) for n in names if n in med]
         free = a - med["preon"]["server_user"] if a else None
-        rows.append([label] + cells + [ratio(a, b) if a and b else "-", ", ".join(own),
-                                       "%.2f×" % (b / free) if b and free else "-"])
-    out += md_table(["test"] + ["%s: server | PostgreSQL | other = total µs" % NAMES[n] for n in names] +
-                    ["preon / TFB h2o, total µs (below 1: preon cheaper)", "server code's share",
-                     "preon's req/s over TFB h2o's if preon's code cost nothing"], rows,
-                    ["l"] + ["r"] * (len(names) + 3)).splitlines()
+        rows.append([label] + cells + [ratio(a, b) if a and b else "-"] +
+                    ([ratio(a, st) if a and st else "-"] if STOCK in names else []) +
+                    [", ".join(own), "%.2f×" % (b / free) if b and free else "-"])
+    head = ["test"] + ["%s: server | PostgreSQL | other = total µs" % NAMES[n] for n in names] + \
+        ["preon / TFB h2o, total µs (below 1: preon cheaper)"] + \
+        (["preon / stock build, total µs"] if STOCK in names else []) + \
+        ["server code's share", "preon's req/s over TFB h2o's if preon's code cost nothing"]
+    out += md_table(head, rows, ["l"] + ["r"] * (len(head) - 1)).splitlines()
     out += packets_table(prof, names)
     for what, why in sorted(prof.get("errors", {}).items()):
         out.append("- %s failed: %s" % (what, why))

@@ -8,7 +8,7 @@ target that failed, and that the record says so, is a legitimate "-": cell() ret
 successful target's record lacks is a RecordError: "bench/published/x/results.json: scenarios.001.go.rps missing".
 Fields that older runs did not record yet are read with opt(), which says so at the call.
 
-bench/throughput.py's record (Throughput) and bench/builds.py's (Builds) have loaders here too; bench/cost.py's
+bench/throughput.py's record (Throughput) has a loader here too; bench/cost.py's
 dataclasses are in cost_report, whose loader builds them with need() and of(). bench/scaleup.py's is still read as
 JSON."""
 import dataclasses
@@ -62,10 +62,10 @@ def failed(v):
 
 
 def kind(path):
-    """Which script wrote results.json at `path`: run, throughput, cost, builds or scaleup."""
+    """Which script wrote results.json at `path`: run, throughput, cost or scaleup."""
     d = load_json(path)
     for name, keys in (("run", ("scenarios",)), ("throughput", ("variants",)), ("cost", ("servers",)),
-                       ("builds", ("before", "rows")), ("scaleup", ("runs", "summary"))):
+                       ("scaleup", ("runs", "summary"))):
         if all(k in d for k in keys):
             return name
     raise RecordError("%s: not a record of bench/'s scripts (keys %s)" % (where_of(path), ", ".join(sorted(d))))
@@ -156,62 +156,10 @@ def load_throughput(path):
                   ("date", "cpus", "command", "args", "status", "postgres", "variants"))
 
 
-@dataclasses.dataclass(frozen=True)
-class BuildSample:
-    """One round of one build on one test: wrk's requests/s and p99 (ms), the mean latency by Little's law (ms) and
-    the non-2xx answers."""
-    rps: float
-    mean: float
-    p99: float
-    non2xx: int
-
-
-@dataclasses.dataclass(frozen=True)
-class BuildRow:
-    """One test at one connection count: each build's samples, one per round."""
-    path: str
-    conns: int
-    before: list  # BuildSample per round
-    after: list
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Builds(_Record):
-    """The top level of a bench/builds.py results.json: the two binaries, the rounds and their length, and a row per
-    test and connection count. cpus is in every record since 2026-12-01 (results_header), not in 2026-11-30's."""
-    cpus: Optional[int] = None
-    rounds: int
-    duration: int
-    before: str  # the binaries' paths
-    after: str
-    rows: list  # BuildRow
-
-
 def of(cls, d, where, prefix=()):
     """A dataclass `cls` of the dict `d` (at key path `prefix` of the file `where`): every field of cls, a RecordError
     naming the file and the key path when one is missing; keys cls has no field for are left out."""
     return cls(**{f.name: need(d, f.name, where=where, prefix=prefix) for f in dataclasses.fields(cls)})
-
-
-def builds_from(results, where="this run's results"):
-    """A bench/builds.py record from its JSON (a dict): a RecordError naming `where` and the key path on a missing
-    field."""
-    if isinstance(results, Builds):
-        return results
-    rec = _typed(Builds, results, where, ("date", "rounds", "duration", "before", "after", "rows"))
-    rows = []
-    for i, r in enumerate(rec.rows):
-        at = ("rows", i)
-        samples = {k: [of(BuildSample, x, where, at + (k, j)) for j, x in enumerate(need(r, k, where=where, prefix=at))]
-                   for k in ("before", "after")}
-        rows.append(BuildRow(path=need(r, "path", where=where, prefix=at), conns=need(r, "conns", where=where, prefix=at),
-                             **samples))
-    return dataclasses.replace(rec, rows=rows)
-
-
-def load_builds(path):
-    """bench/builds.py's results.json at `path` as a Builds."""
-    return builds_from(load_json(path), where_of(path))
 
 
 def _typed(cls, d, where, required):

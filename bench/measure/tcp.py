@@ -7,7 +7,7 @@ backend flushes its socket at every Sync (ReadyForQuery), twenty times per /quer
 sender whose congestion window is full holds those bytes and sends them together; under CUBIC on loopback the
 window never fills and each flush is a packet. Which servers and connection counts fill the window under BBR
 depends on how often the client's ACKs come, so the same two servers can change places from one setting to the
-other (docs/history.md, 2026-12-03: PostgreSQL's packets and the /queries=20 ratio under both)."""
+other (CHANGELOG.md, 0.5.0, 2026-12-03: PostgreSQL's packets and the /queries=20 ratio under both)."""
 import os
 
 PATH = "/proc/sys/net/ipv4/tcp_congestion_control"

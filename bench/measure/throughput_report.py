@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """bench/throughput.py's tests, its goals (preon's p99 and throughput against the other rows), and the report: the table (medians, ratios, what limits
 each row, goal met/missed), latency and errors per target, peak RSS."""
-from .report import md_table, round_ratios
+from .preon_build import sentence as build_sentence
+from .report import Spread, fmt, md_table, ratio, round_ratios
 from .rounds import ORDERS
 
 
@@ -35,7 +36,8 @@ GOALS = [
     ("fruits", ("fruits", "go-gin"), 3.0, "≥ 3× gin"),
     ("hello", ("hello", "bare"), 0.9, "≥ 0.9× bare responder"),
 ]
-NAMES = {"preon": "preon", "preon-twin": "preon again (the same server twice)", "preon-c1": "preon, 1 connection per thread", "preon-c2": "preon, 2 connections per thread", "preon-c3": "preon, 3 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2", "tfb-h2o-m3": "TFB h2o -m3",
+NAMES = {"preon": "preon", "preon-twin": "preon again (the same server twice)",
+         "preon-stock": "preon, stock build", "preon-previous": "preon, previous build", "preon-c1": "preon, 1 connection per thread", "preon-c2": "preon, 2 connections per thread", "preon-c3": "preon, 3 connections per thread", "preon-c4": "preon, 4 connections per thread", "preon-batch": "preon, batch Syncs", "tfb-h2o": "TFB h2o -m1", "tfb-h2o-m2": "TFB h2o -m2", "tfb-h2o-m3": "TFB h2o -m3",
          "tfb-h2o-m4": "TFB h2o -m4", "go-gin": "go-gin", "bare": "bare epoll responder", "pgbench": "pgbench ceiling",
          "pgbench-one": "pgbench, 1 query per transaction"}
 TFB = ("tfb-h2o", "tfb-h2o-m2", "tfb-h2o-m3", "tfb-h2o-m4")
@@ -209,6 +211,55 @@ def twin_rows(results):
         md_table(["test", "preon", "preon again", "medians' ratio", "rounds' ratios, min–max"], rows).splitlines()
 
 
+BUILDS = {"preon-stock": "stock build", "preon-previous": "previous build"}
+
+
+def paired(a, b):
+    """Two members' per-round rates divided round by round (report.round_ratios): the ratios' median (min–max), or
+    "-" without two rounds of both (bench/cost.py's report uses it too)."""
+    rs = round_ratios(a, b)
+    if len(rs) < 2:
+        return "-"
+    sp = Spread(rs)
+    return "%.2f× (%.2f–%.2f)" % (sp, sp.lo, sp.hi)
+
+
+def builds_rows(results):
+    """preon beside its other builds run in the same rounds (preon-stock, preon-previous), every test: each one's
+    median (min–max) over the rounds, preon / it of the medians ("within noise" where the rounds' ranges overlap)
+    and round by round. Nothing for a run without them."""
+    others = [n for n in BUILDS if results["status"].get(n) == "ok"]
+    if not others:
+        return []
+    med = results["variants"]["plain"]["medians"]
+    builds = results.get("builds", {})
+    out = ["", "## preon beside its other builds", "",
+           "The same tests in the same rounds. preon: %s. %s. Each build runs with the config/preon.yaml of its own "
+           "source tree. req/s median (min–max) over the rounds; preon / the other build: of the medians, \"within "
+           "noise\" where the rounds' ranges overlap, then round by round (each round's runs divided), median "
+           "(min–max)." % (sentence(builds.get("preon")), "; ".join(
+               "%s: %s" % (BUILDS[n], sentence(builds.get(n))) for n in others)), ""]
+    rows = []
+    for t in TESTS:
+        by = med.get(t["key"], {})
+        mine = Spread(by["preon"]["per_round"]) if by.get("preon", {}).get("per_round") else None
+        row = [t["label"], fmt(mine)]
+        for n in others:
+            sp = Spread(by[n]["per_round"]) if by.get(n, {}).get("per_round") else None
+            row += [fmt(sp), ratio(mine, sp),
+                    paired(by.get("preon", {}).get("per_round"), by.get(n, {}).get("per_round"))]
+        rows.append(row)
+    head = ["test", "preon"]
+    for n in others:
+        head += [BUILDS[n], "preon / %s" % BUILDS[n], "round by round"]
+    return out + md_table(head, rows, ["l"] + ["r"] * (len(head) - 1)).splitlines()
+
+
+def sentence(d):
+    """A build's record (bench/measure/preon_build.py) as a sentence; "?" where the run did not record it."""
+    return build_sentence(d) if d else "?"
+
+
 def render(results):
     a = results["args"]
     status = ", ".join("%s: %s" % (NAMES.get(n, n), s) for n, s in results["status"].items())
@@ -242,6 +293,7 @@ def render(results):
             "%s %.2f×" % (t["key"], pgss.rps(t["key"], "preon") / plain.rps(t["key"], "preon"))
             for t in db_tests if pgss.rps(t["key"], "preon") and plain.rps(t["key"], "preon"))]
     lines += twin_rows(results)
+    lines += builds_rows(results)
     lines += ["", "## Latency and errors per target", "", "p99 under each test's own load (its connections as in "
               "the table; c64 for /json and the TFB database tests) and at one connection (c1; none for the pipelined "
               "test); errors = non-2xx answers and socket errors (pgbench: failed transactions), summed over rounds.",

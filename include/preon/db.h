@@ -131,11 +131,28 @@ preon_db_target_t *preon_db_target_create(const char *url, int client_check_ms, 
 void preon_db_target_destroy(preon_db_target_t *t);
 
 /**
- * Creates a pool on `loop` and starts connecting its connections in the background (a database that is down
- * is not an error: the pool keeps retrying with back-off). `cfg`, `target`, `statements` and `counters` (initialised
- * for `nstatements`, where the pool counts) are borrowed for the pool's lifetime. `tag` names the pool in logs.
+ * What a pool needs to know of its setting, filled by its caller (from the configuration's database section: the
+ * server does it, src/server/server.c's db_settings): the db layer reads nothing else of the configuration.
  */
-preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
+typedef struct st_preon_db_settings_t {
+    unsigned connections;        /* of the pool (database.connections_per_thread, as chosen at start-up) */
+    unsigned pipeline_depth;     /* batches a connection has in flight at most (0: no bound) */
+    size_t max_queued;           /* queries the pool holds unanswered at most; more are refused (503) */
+    unsigned max_queue_wait_ms;  /* a request that would wait longer than this is refused (503; 0: no bound) */
+    unsigned query_timeout_ms;   /* the query at the head of a pipeline may take this long; then 504 and reconnect */
+    unsigned connect_timeout_ms; /* one connect attempt, to one host */
+    unsigned reconnect_min_ms;   /* back-off after a failure, doubling ... */
+    unsigned reconnect_max_ms;   /* ... up to this */
+    int unnamed_statements;      /* behind a transaction pooler: nothing prepared, each query Parse+Bind+Execute */
+} preon_db_settings_t;
+
+/**
+ * Creates a pool on `loop` and starts connecting its connections in the background (a database that is down
+ * is not an error: the pool keeps retrying with back-off). `settings` are copied; `target`, `statements` and
+ * `counters` (initialised for `nstatements`, where the pool counts) are borrowed for the pool's lifetime. `tag` names
+ * the pool in logs.
+ */
+preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_db_settings_t *settings, const preon_db_target_t *target,
                                       const preon_db_statement_t *statements, size_t nstatements, preon_db_counters_t *counters,
                                       const char *tag);
 

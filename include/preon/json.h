@@ -15,7 +15,7 @@
  */
 
 /**
- * Appends `len` bytes of UTF-8 as a JSON string. Returns 0; or -1, with nothing appended, if they are not valid
+ * Appends `len` bytes of UTF-8 as a JSON string. Returns 0; or PREON_EINVAL, with nothing appended, if they are not valid
  * UTF-8 as jansson's json_stringn judges it (overlong forms, surrogates and code points above U+10FFFF refused).
  */
 int preon_json_string(preon_sink_t *out, const char *s, size_t len);
@@ -26,7 +26,8 @@ void preon_json_int(preon_sink_t *out, long long v);
 /** Writes `v` in decimal and a NUL into `buf` (at least 21 bytes); returns the length without the NUL. */
 size_t preon_format_int(char *buf, long long v);
 
-/** Appends one fruit row, {"id":id,"name":name}; returns -1, with nothing appended, if `name` is not valid UTF-8. */
+/** Appends one fruit row, {"id":id,"name":name}; returns 0, or PREON_EINVAL with nothing appended if `name` is not
+ * valid UTF-8. */
 int preon_json_fruit(preon_sink_t *out, long long id, const char *name, size_t len);
 
 /** Appends one World row, {"id":id,"randomNumber":n}. */

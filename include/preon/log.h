@@ -26,9 +26,6 @@ void preon_log_configure(preon_log_level_t level, preon_log_format_t format, int
 /** The levels' names, by preon_log_level_t, then NULL (config.c's enum of log.level uses it too). */
 extern const char *const preon_log_level_names[];
 
-/** Parses "error", "warn", "info" or "debug"; returns the level or -1. */
-int preon_log_level_parse(const char *s);
-
 /** Starts the writer thread. Call once from the main thread before the loops start. */
 void preon_log_start(void);
 

@@ -30,19 +30,24 @@ while [ $# -gt 0 ]; do
         *) echo "usage: $0 [--flavor release|sanitize] [--print-prefix]" >&2; exit 2 ;;
     esac
 done
+# cflags for every compile; sanflags only for the libraries' own objects (PostgreSQL's configure runs faster without
+# them: its test programs need no sanitizer)
 case "$flavor" in
-    release) cflags="-O2 -g0" ;;
-    sanitize) cflags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DH2O_PREON_NO_RECYCLE" ;;
+    release) cflags="-O2 -g0" sanflags="" ;;
+    sanitize) cflags="-O1 -g -fno-omit-frame-pointer"
+        sanflags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -DH2O_PREON_NO_RECYCLE" ;;
     *) echo "$0: unknown flavor '$flavor' (release or sanitize)" >&2; exit 2 ;;
 esac
-cc=${CC:-cc}
+# The system's cc, whatever compiler the caller's build uses (CMake passes its CC down: the clang of the libFuzzer
+# build links these gcc-built libraries as well, and one build serves every build folder).
+cc=${PREON_SOURCES_CC:-cc}
 # Called from CMake, maybe itself under make: the makes below are top-level ones (PostgreSQL's makefiles generate their
 # headers only when MAKELEVEL says so, and an inherited jobserver would not be theirs).
 unset MAKELEVEL MAKEFLAGS MFLAGS
 
 # The cache key: everything that decides what is built.
 key=$( (cat "$0"; for pkg in h2o postgresql-15; do cat "$HERE/$pkg/series"; while read -r p; do
-        [ -n "$p" ] && cat "$HERE/$pkg/$p"; done <"$HERE/$pkg/series"; done; echo "$flavor $cflags";
+        [ -n "$p" ] && cat "$HERE/$pkg/$p"; done <"$HERE/$pkg/series"; done; echo "$flavor $cflags $sanflags";
         "$cc" --version | head -n 1) | sha256sum | cut -c1-16)
 root=${PREON_SOURCES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/preon/sources}
 prefix=$root/$flavor-$key
@@ -134,7 +139,7 @@ mkdir h2o && cd h2o
 chown _apt "$work/h2o" 2>/dev/null || true # apt downloads as _apt where it can
 h2o_version=$(fetch h2o)
 unpack h2o
-cmake -S src-h2o -B build -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="$cflags" -DCMAKE_C_COMPILER="$cc" \
+cmake -S src-h2o -B build -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="$cflags $sanflags" -DCMAKE_C_COMPILER="$cc" \
     -DWITH_MRUBY=OFF -DWITH_BUNDLED_SSL=OFF -DBUILD_SHARED_LIBS=OFF \
     -DCMAKE_DISABLE_FIND_PACKAGE_LibUV=ON -DCMAKE_DISABLE_FIND_PACKAGE_Wslay=ON -Wno-dev >build.log 2>&1 ||
     { cat build.log >&2; exit 1; }
@@ -156,7 +161,7 @@ cd src-postgresql-15 # built in its own tree: the release's generated headers ar
     --without-gssapi --without-ldap --without-readline --without-zlib --without-icu --without-llvm --disable-nls \
     >build.log 2>&1 || { tail -n 40 build.log >&2; exit 1; }
 # libpq's own target builds what it needs first (the generated headers, libpgport's and libpgcommon's _shlib flavors)
-make -C src/interfaces/libpq -j"$(nproc)" >>build.log 2>&1 || { tail -n 40 build.log >&2; exit 1; }
+make -C src/interfaces/libpq -j"$(nproc)" COPT="$sanflags" >>build.log 2>&1 || { tail -n 40 build.log >&2; exit 1; }
 cp src/interfaces/libpq/libpq.a src/common/libpgcommon_shlib.a src/port/libpgport_shlib.a "$stage/lib/"
 cp src/interfaces/libpq/libpq-fe.h src/interfaces/libpq/libpq-events.h src/include/postgres_ext.h \
     src/include/pg_config_ext.h "$stage/include/"
@@ -166,7 +171,7 @@ cd "$work"
     echo "h2o $h2o_version"
     echo "postgresql-15 $pg_version"
     echo "flavor $flavor"
-    echo "cflags $cflags"
+    echo "cflags $cflags $sanflags"
     for pkg in h2o postgresql-15; do sed "s|^|patch $pkg/|" "$HERE/$pkg/series"; done
 } >"$stage/versions.txt"
 touch "$stage/.done"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 #include <string.h>
+#include "preon/errors.h"
 #include "preon/json.h"
 
 /* The length of the UTF-8 sequence at s[0..left), or 0 if it is not one jansson accepts (utf8.c: a lead byte of
@@ -66,7 +67,7 @@ int preon_json_string(preon_sink_t *out, const char *s, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
     if (!valid_utf8(s, len))
-        return -1;
+        return PREON_EINVAL;
     preon_sink_append(out, "\"", 1);
     size_t start = 0;
     for (size_t i = 0; i < len; i++) {
@@ -151,7 +152,7 @@ void preon_json_int(preon_sink_t *out, long long v)
 int preon_json_fruit(preon_sink_t *out, long long id, const char *name, size_t len)
 {
     if (!valid_utf8(name, len))
-        return -1;
+        return PREON_EINVAL;
     preon_sink_append(out, H2O_STRLIT("{\"id\":"));
     preon_json_int(out, id);
     preon_sink_append(out, H2O_STRLIT(",\"name\":"));

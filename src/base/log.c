@@ -28,14 +28,6 @@ void preon_log_configure(preon_log_level_t level, preon_log_format_t format, int
 
 const char *const preon_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
-int preon_log_level_parse(const char *s)
-{
-    for (int i = 0; preon_log_level_names[i] != NULL; i++)
-        if (strcasecmp(s, preon_log_level_names[i]) == 0)
-            return i;
-    return -1;
-}
-
 /*
  * A single-producer, single-consumer byte ring: the owning loop thread appends whole lines and publishes
  * `head`; the writer thread copies out and publishes `tail`. Both only ever grow; the ring index is the value

@@ -509,8 +509,8 @@ int preon_config_choose_connections(preon_config_t *cfg, unsigned threads, char 
      * its database up to half the throughput it could have. One thread alone (a container with one CPU, or the
      * benchmarks' pinned server) had two until 2026-12-03: four had been no better on 2026-12-01, but with the pool's
      * later changes four were ahead on /updates=20 in 11 of 12 recorded runs on both kinds of machine (by 3-8 % on
-     * the fast kind, the ranges apart in four) and never behind with the ranges apart (docs/history.md,
-     * 2026-12-03). Three on one thread were ahead of four on /queries=20 where the database host's TCP congestion control
+     * the fast kind, the ranges apart in four) and never behind with the ranges apart (CHANGELOG.md,
+     * 0.5.0, 2026-12-03). Three on one thread were ahead of four on /queries=20 where the database host's TCP congestion control
      * was BBR and behind where it was CUBIC, Debian's default (2026-12-03; the benefit is PostgreSQL's flushes
      * joined in fewer packets): four stay. A one-query request costs the extra connections nothing: those fill the
      * first connection until it has a queue (src/db/pool.c, pick), while the many queries of one request spread over

@@ -15,7 +15,7 @@
 /*
  * One libpq connection's life: a non-blocking connect (PQconnectStartParams + PQconnectPoll) with multi-host
  * failover, the socket h2o watches (known by its identity, not its number), pipeline mode with every statement
- * prepared, and the end of it all: preon_db_conn_fail(), which answers everything the connection holds and lets the
+ * prepared, and the end of it all: preon__db_conn_fail(), which answers everything the connection holds and lets the
  * pool's tick reconnect with back-off. What flows through a ready connection (queries out, results back, Syncs) is
  * pipeline.c's.
  */
@@ -41,16 +41,17 @@ static void set_state(preon_db_conn_t *c, conn_state_t state)
     c->state = state;
 }
 
-void preon_db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, unsigned index)
+void preon__db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, const preon_db_owner_t *owner, unsigned index)
 {
     memset(c, 0, sizeof(*c));
     c->pool = pool;
+    c->owner = owner;
     c->index = index;
     c->state = CONN_IDLE;
     c->pg_fd = -1;
     c->unsent_tail = &c->unsent_head;
     c->done_tail = &c->done_head;
-    c->backoff_ms = pool->cfg->database.reconnect_min_ms;
+    c->backoff_ms = pool->settings.reconnect_min_ms;
     c->prepared = preon_calloc(pool->nstmts ? pool->nstmts : 1, 1);
     c->ring_cap = 64;
     c->ring = preon_malloc(c->ring_cap * sizeof(*c->ring));
@@ -83,9 +84,9 @@ static void close_pg(preon_db_conn_t *c)
     }
 }
 
-void preon_db_conn_dispose(preon_db_conn_t *c)
+void preon__db_conn_dispose(preon_db_conn_t *c)
 {
-    preon_db_conn_fail(c, PREON_ESHUTDOWN, NULL);
+    preon__db_conn_fail(c, PREON_ESHUTDOWN, NULL);
     free(c->prepared);
     free(c->ring);
 }
@@ -128,16 +129,16 @@ static void want_write(preon_db_conn_t *c)
 
 static void schedule_retry(preon_db_conn_t *c, int at_once)
 {
-    const preon_config_t *cfg = c->pool->cfg;
+    const preon_db_settings_t *set = &c->pool->settings;
     at_once |= c->retry_now;
     c->retry_now = 0;
     set_state(c, CONN_IDLE);
-    c->state_since = preon_db_conn_now_ms(c);
-    c->retry_at = preon_db_conn_now_ms(c) + (at_once ? 0 : c->backoff_ms);
+    c->state_since = preon__db_conn_now_ms(c);
+    c->retry_at = preon__db_conn_now_ms(c) + (at_once ? 0 : c->backoff_ms);
     if (!at_once) {
         c->backoff_ms *= 2;
-        if (c->backoff_ms > (unsigned)cfg->database.reconnect_max_ms)
-            c->backoff_ms = cfg->database.reconnect_max_ms;
+        if (c->backoff_ms > set->reconnect_max_ms)
+            c->backoff_ms = set->reconnect_max_ms;
     }
 }
 
@@ -171,7 +172,7 @@ static int sent_error(int err, const preon_db_query_t *q)
 
 /* Fails the queries of `list` (linked by _next), freeing the results they held: with `err` if `sent` is 0 (the
  * database never saw them), else as sent_error says. */
-static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, int sent, const char *why)
+static void fail_list(preon_db_conn_t *c, preon_db_query_t *list, int err, int sent, const char *why)
 {
     while (list != NULL) {
         preon_db_query_t *q = list;
@@ -180,7 +181,7 @@ static void fail_list(preon_db_pool_t *pool, preon_db_query_t *list, int err, in
             PQclear(q->_res);
             q->_res = NULL;
         }
-        preon_db_pool_done(pool, q, sent ? sent_error(err, q) : q->_state == QUERY_CANCELED ? PREON_ECANCELED : err, why, NULL);
+        c->owner->done(c->pool, q, sent ? sent_error(err, q) : q->_state == QUERY_CANCELED ? PREON_ECANCELED : err, why, NULL);
     }
 }
 
@@ -209,7 +210,7 @@ static int last_sent_continues(const preon_db_query_t *done, const ring_entry_t 
     return last != NULL && (last->flags & (PREON_DB_MORE | PREON_DB_OWN_SYNC)) == PREON_DB_MORE;
 }
 
-void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
+void preon__db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
 {
     int was_ready = c->state == CONN_READY;
     char buf[512];
@@ -245,7 +246,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     c->unsent_head = c->done_head = NULL;
     c->unsent_tail = &c->unsent_head;
     c->done_tail = &c->done_head;
-    c->nqueries = c->nunsent = c->ncanceled = 0;
+    c->nqueries = c->nunsent = c->ncanceled = c->nwrites = 0;
     for (preon_db_query_t *q = unsent; q != NULL; q = q->_next)
         if (q->_state == QUERY_UNSENT) /* a canceled one stays so: it ends PREON_ECANCELED */
             q->_state = QUERY_DETACHED;
@@ -256,7 +257,7 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
      * shutdown, nor behind a stuck query: those waited on it as the others did and time out with it. */
     if (err != PREON_ESHUTDOWN && err != PREON_ETIMEDOUT && unsent != NULL) {
         unsigned moved;
-        unsent = preon_db_pool_requeue(c->pool, unsent, last_sent_continues(done, ring, head, count, cap), &moved);
+        unsent = c->owner->requeue(c->pool, unsent, last_sent_continues(done, ring, head, count, cap), &moved);
         if (moved != 0) {
             preon_counter_add(&c->pool->counters->moved, moved);
             preon_log_info("db %s#%u: %u queries it had not sent moved to other connections", c->pool->tag, c->index, moved);
@@ -264,32 +265,23 @@ void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *_why)
     }
 
     /* Oldest first: those answered but not yet committed, then those in flight, then those never sent. */
-    fail_list(c->pool, done, err, 1, why);
+    fail_list(c, done, err, 1, why);
     for (size_t i = 0; i < count; i++) {
         ring_entry_t *e = &ring[(head + i) % cap];
         if (e->kind == ENTRY_QUERY)
-            preon_db_pool_done(c->pool, e->q, sent_error(err, e->q), why, NULL);
+            c->owner->done(c->pool, e->q, sent_error(err, e->q), why, NULL);
     }
     free(ring);
     /* Never sent: the database did not see them. Behind a stuck query (held back by database.pipeline_depth) they
      * waited on it as the others did, so they time out with it; otherwise they were simply not sent. */
-    fail_list(c->pool, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, 0, why);
+    fail_list(c, unsent, err == PREON_ESHUTDOWN || err == PREON_ETIMEDOUT ? err : PREON_ENOTCONN, 0, why);
 }
 
-int preon_db_conn_queue_sync(preon_db_conn_t *c)
-{
-#ifdef LIBPQ_HAS_SEND_PIPELINE_SYNC
-    return PQsendPipelineSync(c->pg);
-#else
-    return PQpipelineSync(c->pg);
-#endif
-}
-
-void preon_db_conn_flush(preon_db_conn_t *c)
+void preon__db_conn_flush(preon_db_conn_t *c)
 {
     int left = PQflush(c->pg); /* 1: the socket took only part; libpq keeps the rest */
     if (left < 0)
-        preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+        preon__db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
     else if (left > 0)
         want_write(c);
 }
@@ -299,25 +291,30 @@ static void become_ready(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
     if (PQsetnonblocking(c->pg, 1) != 0 || PQenterPipelineMode(c->pg) != 1) {
-        preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+        preon__db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
     /* Each Prepare behind its own Sync: a statement whose table is missing must not abort the others. Behind a
      * transaction pooler nothing is prepared: the next transaction may run on another server connection. One write
      * for all of them (with PQsendPipelineSync). */
-    for (size_t i = 0; i < pool->nstmts && pool->cfg->database.pooler != PREON_POOLER_TRANSACTION; i++) {
+    for (size_t i = 0; i < pool->nstmts && !pool->settings.unnamed_statements; i++) {
         const preon_db_statement_t *s = &pool->stmts[i];
-        if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL) || !preon_db_conn_queue_sync(c)) {
-            preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+        if (!PQsendPrepare(c->pg, s->name, s->sql, s->nparams, NULL) || !preon__db_conn_queue_sync(c)) {
+            preon__db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
         }
-        preon_db_conn_push(c, ENTRY_PREPARE, (unsigned)i, NULL);
-        preon_db_conn_push(c, ENTRY_SYNC, 0, NULL);
+        preon__db_conn_push(c, ENTRY_PREPARE, (unsigned)i, NULL);
+        preon__db_conn_push(c, ENTRY_SYNC, 0, NULL);
         c->prepared[i] = 1;
     }
     set_state(c, CONN_READY);
-    c->state_since = preon_db_conn_now_ms(c);
-    c->backoff_ms = pool->cfg->database.reconnect_min_ms;
+    /* A new backend (and after a restart, cold caches): its service time is measured afresh, and until then the
+     * connection is judged by the age of its oldest query (shed.c), as a freshly started one is. */
+    memset(&c->svc, 0, sizeof(c->svc));
+    c->svc_busy_total = 0;
+    c->svc_k = c->svc_kw = 0;
+    c->state_since = preon__db_conn_now_ms(c);
+    c->backoff_ms = pool->settings.reconnect_min_ms;
     if (c->ever_ready)
         preon_counter_add(&pool->counters->reconnects, 1);
     c->ever_ready = 1;
@@ -325,7 +322,7 @@ static void become_ready(preon_db_conn_t *c)
     c->hosts_passed = 0;
     preon_log_info("db %s#%u: connected (server %d, backend pid %d)", pool->tag, c->index, PQserverVersion(c->pg),
                    PQbackendPID(c->pg));
-    preon_db_conn_flush(c);
+    preon__db_conn_flush(c);
 }
 
 /* One step of PQconnectPoll, then wait for whatever it asks for. */
@@ -344,7 +341,7 @@ static void connect_step(preon_db_conn_t *c)
         become_ready(c);
         break;
     default:
-        preon_db_conn_fail(c, PREON_ENOTCONN, PQerrorMessage(c->pg));
+        preon__db_conn_fail(c, PREON_ENOTCONN, PQerrorMessage(c->pg));
         break;
     }
 }
@@ -370,36 +367,36 @@ static void on_notice(void *arg, const PGresult *res)
     }
 }
 
-void preon_db_conn_connect(preon_db_conn_t *c)
+void preon__db_conn_connect(preon_db_conn_t *c)
 {
     preon_db_pool_t *pool = c->pool;
     /* Does not block: the host name, if any, was resolved into hostaddr at start-up (target.c). */
     c->pg =
-        PQconnectStartParams(preon_db_target_keywords(pool->target), preon_db_target_values_from(pool->target, c->host_start), 0);
+        PQconnectStartParams(preon__db_target_keywords(pool->target), preon__db_target_values_from(pool->target, c->host_start), 0);
     set_state(c, CONN_CONNECTING);
-    c->state_since = preon_db_conn_now_ms(c);
+    c->state_since = preon__db_conn_now_ms(c);
     c->server_said[0] = '\0';
     if (c->pg != NULL)
         PQsetNoticeReceiver(c->pg, on_notice, c);
     if (c->pg == NULL || PQstatus(c->pg) == CONNECTION_BAD || watch_socket(c) != 0) {
-        preon_db_conn_fail(c, PREON_ENOTCONN, c->pg != NULL ? PQerrorMessage(c->pg) : "out of memory");
+        preon__db_conn_fail(c, PREON_ENOTCONN, c->pg != NULL ? PQerrorMessage(c->pg) : "out of memory");
         return;
     }
     /* As the libpq manual says: behave as if PQconnectPoll last answered PGRES_POLLING_WRITING. */
     want_write(c);
 }
 
-void preon_db_conn_connect_timed_out(preon_db_conn_t *c)
+void preon__db_conn_connect_timed_out(preon_db_conn_t *c)
 {
     const preon_db_target_t *t = c->pool->target;
-    unsigned n = preon_db_target_hosts(t);
+    unsigned n = preon__db_target_hosts(t);
     char why[320];
     snprintf(why, sizeof(why), "connect to %s:%s timed out", PQhost(c->pg) != NULL ? PQhost(c->pg) : "?",
              PQport(c->pg) != NULL ? PQport(c->pg) : "?");
     if (n > 1) {
         /* The hosts before the one that hung were refused (or read-only); the next attempt starts after it, at once
          * unless every host has had its turn since the last back-off. */
-        unsigned pos = preon_db_target_position(t, c->host_start, PQhost(c->pg), PQport(c->pg));
+        unsigned pos = preon__db_target_position(t, c->host_start, PQhost(c->pg), PQport(c->pg));
         c->host_start = (c->host_start + pos + 1) % n;
         c->hosts_passed += pos + 1;
         if (c->hosts_passed < n)
@@ -407,7 +404,7 @@ void preon_db_conn_connect_timed_out(preon_db_conn_t *c)
         else
             c->hosts_passed = 0;
     }
-    preon_db_conn_fail(c, PREON_ENOTCONN, why);
+    preon__db_conn_fail(c, PREON_ENOTCONN, why);
 }
 
 /*
@@ -431,32 +428,39 @@ static void on_io(preon_db_conn_t *c)
     if (c->state != CONN_READY)
         return;
     if (!PQconsumeInput(c->pg)) {
-        preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+        preon__db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
     /* Parses what came in even with nothing in flight, so that a notice or a FATAL on an idle connection reaches
      * the notice receiver now, not never. */
+    const char *why;
     if (c->ring_count == 0)
         (void)PQisBusy(c->pg);
-    preon_db_conn_read_results(c);
+    if (preon__db_conn_read_results(c, &why) != 0) {
+        preon__db_conn_fail(c, PREON_ECONNLOST, why);
+        return;
+    }
     /* Over TLS, PQconsumeInput takes what fits in libpq's buffer (at least 8 KiB free): the rest of a record of up to
      * 16 KiB stays decrypted inside OpenSSL, where epoll cannot see it, and would wait for the server's next bytes
      * (a TLS-terminating pooler writes full records). Read on while OpenSSL holds some. */
     while (c->pg != NULL && tls_pending(c->pg) > 0) {
         /* Decrypted bytes can always be taken (libpq keeps 8 KiB free and read_results empties it): this ends. */
         if (!PQconsumeInput(c->pg)) {
-            preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+            preon__db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
             return;
         }
-        preon_db_conn_read_results(c);
+        if (preon__db_conn_read_results(c, &why) != 0) {
+            preon__db_conn_fail(c, PREON_ECONNLOST, why);
+            return;
+        }
     }
     if (c->pg == NULL)
         return;
     if (PQstatus(c->pg) == CONNECTION_BAD) {
-        preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+        preon__db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
         return;
     }
-    preon_db_conn_flush(c);
+    preon__db_conn_flush(c);
 }
 
 static void on_read(h2o_socket_t *sock, const char *err)

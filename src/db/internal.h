@@ -22,6 +22,10 @@ typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
  * PostgreSQL, a backend waiting for its turn looks stuck for a few ms (2 ms spread /db's batches now and then). */
 #define PREON_DB_STALL_MS 10
 
+/* Reads and writes are priced apart (shed.c's preon__db_cost_ms) once this many writes have been measured, and a
+ * write's worth of them is in the recent busy time. */
+#define PREON_DB_SVC_WRITES_SPLIT 8
+
 /* The service-time estimate is used once it rests on this many queries, or on this much busy time (ms). Until then a
  * connection is judged only by the age of its oldest query, and sends at most PREON_DB_SVC_FIRST_BATCH queries per
  * batch: its first answers say little of its rate (a backend's cold caches; a loop busy accepting the very burst that
@@ -32,6 +36,21 @@ typedef enum { ENTRY_QUERY, ENTRY_PREPARE, ENTRY_SYNC } entry_kind_t;
 #define PREON_DB_SVC_FIRST_BATCH 256
 /* ... and rests on about this much of the connection's most recent busy time (ms). */
 #define PREON_DB_SVC_HORIZON_MS 100.0
+
+/*
+ * A connection's service time, from its recent busy windows (pipeline.c): per query, the busy time over the queries
+ * answered in it (a ratio of sums), and the sums that split it between reads and writes (least squares over the
+ * windows: time = reads x read + writes x write; shed.c's preon__db_cost_ms), over about the last
+ * PREON_DB_SVC_HORIZON_MS of busy time.
+ */
+typedef struct {
+    double ms;                 /* per query, reads and writes alike (0 until measured) */
+    double busy_ms;            /* the recent busy time it rests on (at most PREON_DB_SVC_HORIZON_MS) */
+    double reads, writes;      /* ... and the reads and writes answered in it (scaled with it) */
+    double rr, rw, ww, rt, wt; /* ... and over its windows, the sums of reads^2, reads x writes, writes^2, reads x
+                                * time, writes x time (scaled with it) */
+    unsigned n, writes_n;      /* queries, writes measured since the connection was made (saturating) */
+} svc_t;
 
 /* preon_db_query_t._state: where a query is. Only an unsent query can be canceled or shed. */
 enum {
@@ -62,8 +81,32 @@ typedef struct {
     char why[256];      /* ... and this message */
 } segment_t;
 
+/*
+ * How a connection, its pipeline and the shedding of its queue report to the pool that owns them (pool.c fills it):
+ * the pool calls down into conn.c, pipeline.c and shed.c, and they call back only through this table.
+ */
+typedef struct st_preon_db_owner_t {
+    /**
+     * The one way a query is handed back: `err` 0 completes it with `res` (borrowed) through on_result,
+     * PREON_DB_RESEND queues it again alone (or fails it if no connection is ready), anything else completes it
+     * through on_error with `detail` (NULL: the code's message). The pool counts its outcome and time.
+     */
+    void (*done)(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail, const PGresult *res);
+    /**
+     * Queues again the never-sent queries of `list` (linked by _next, oldest first, taken off a connection that was
+     * given up): each request's on another ready connection of the pool, else of its fallback pool, as a submit would
+     * have placed them. Not placed: canceled ones, with `head_continues` the first request's (its transaction's first
+     * statements were sent on the lost connection), and all when no connection is ready. Returns those, linked by
+     * _next in order, for the caller to fail; `*moved` receives how many were placed.
+     */
+    preon_db_query_t *(*requeue)(preon_db_pool_t *pool, preon_db_query_t *list, int head_continues, unsigned *moved);
+    /** Makes sure the end-of-pass flush will run. */
+    void (*arm_flush)(preon_db_pool_t *pool);
+} preon_db_owner_t;
+
 typedef struct st_preon_db_conn_t {
     preon_db_pool_t *pool;
+    const preon_db_owner_t *owner; /* the pool's callbacks */
     unsigned index;
     conn_state_t state; /* changed only by set_state, which keeps the pool's counters by state */
     PGconn *pg;
@@ -82,20 +125,19 @@ typedef struct st_preon_db_conn_t {
     /* a ring of what libpq has been given, oldest first */
     ring_entry_t *ring;
     size_t ring_cap, ring_head, ring_count;
-    uint64_t head_since; /* see preon_db_conn_head_since */
+    uint64_t head_since; /* see preon__db_conn_head_since */
     size_t nqueries;     /* unsent + in-flight queries, to pick the least loaded connection */
+    size_t nwrites;      /* of which writes (PREON_DB_WRITE): they cost what their commit waits for (shed.c) */
     size_t nunsent;      /* of which unsent (canceled ones included until taken out) */
     size_t ncanceled;    /* unsent queries canceled, to be taken out at the end of the pass */
-    /* The service time per query while the connection is busy (ms; 0 until measured): the busy time of its recent
-     * windows (each at least 10 ms of continuous work) over the queries answered in them, what the queue ahead of a
-     * new request will cost it (Little's law). */
-    double svc_ms;
-    double svc_busy_ms;       /* the recent busy time it rests on (at most PREON_DB_SVC_HORIZON_MS) */
-    double svc_answered;      /* ... and the queries answered in it (scaled with it) */
-    unsigned svc_n;           /* queries measured since the connection was made (saturating) */
-    uint64_t svc_busy_total;  /* ... and the busy time they took (ms) */
+    /* The service time while the connection is busy, from its recent windows (each at least 10 ms of continuous
+     * work): what the queue ahead of a new request will cost it (Little's law), reads and writes apart once it can
+     * tell them (a write waits for its commit: the WAL flush, with synchronous_commit on). */
+    svc_t svc;
+    uint64_t svc_busy_total;  /* the busy time svc.n took (ms) */
     uint64_t svc_mark;        /* start of the current window (loop time, ms) */
     unsigned svc_k;           /* queries answered in it */
+    unsigned svc_kw;          /* ... of which writes */
     unsigned sends_in_flight; /* batches written and not yet answered to their last Sync (database.pipeline_depth) */
     PGresult *cur;            /* the head entry's first result, kept until libpq's terminating NULL */
     /* Queries whose results are in, waiting for their Sync's answer (the implicit COMMIT), oldest first; each
@@ -112,7 +154,7 @@ typedef struct st_preon_db_conn_t {
 
 struct st_preon_db_pool_t {
     h2o_loop_t *loop;
-    const preon_config_t *cfg;
+    preon_db_settings_t settings;
     const preon_db_statement_t *stmts;
     size_t nstmts;
     char tag[32];
@@ -130,72 +172,55 @@ struct st_preon_db_pool_t {
 };
 
 /* The loop's time in ms, as every timer of the db layer counts it. */
-static inline uint64_t preon_db_conn_now_ms(const preon_db_conn_t *c)
+static inline uint64_t preon__db_conn_now_ms(const preon_db_conn_t *c)
 {
     return h2o_now(c->pool->loop);
 }
 
 /* conn.c: connecting, the socket, failing everything */
-void preon_db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, unsigned index);
-void preon_db_conn_dispose(preon_db_conn_t *c);
-void preon_db_conn_connect(preon_db_conn_t *c);
+void preon__db_conn_init(preon_db_conn_t *c, preon_db_pool_t *pool, const preon_db_owner_t *owner, unsigned index);
+void preon__db_conn_dispose(preon_db_conn_t *c);
+void preon__db_conn_connect(preon_db_conn_t *c);
 /** Fails everything the connection holds with `err` and schedules a reconnect. */
-void preon_db_conn_fail(preon_db_conn_t *c, int err, const char *why);
-/** Whether a batch may be written now: fewer than database.pipeline_depth are out (0: no bound). */
-int preon_db_conn_may_send(const preon_db_conn_t *c);
+void preon__db_conn_fail(preon_db_conn_t *c, int err, const char *why);
 /** The connect attempt took longer than database.connect_timeout_ms: fail it and move on to the next host. */
-void preon_db_conn_connect_timed_out(preon_db_conn_t *c);
-/** Since when the oldest entry in flight has been the one the server works on (it was sent to an idle
- * connection, or the entry before it was answered): the time the server has spent on it. 0 when idle. */
-uint64_t preon_db_conn_head_since(const preon_db_conn_t *c);
-/** When the oldest query the connection holds unanswered was submitted (preon_now_ns); 0 when it holds none. */
-uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c);
+void preon__db_conn_connect_timed_out(preon_db_conn_t *c);
+/** Writes what libpq holds (one write for the whole loop pass); waits for writability if the socket is full; fails the
+ * connection if it broke. */
+void preon__db_conn_flush(preon_db_conn_t *c);
+
+/* pipeline.c: what flows through a ready connection (it reports trouble to its caller, never calls up) */
+/** Records one thing handed to libpq, in the order its answer will come. */
+void preon__db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_query_t *q);
 /** Queues a Sync behind the queries before it: 1, or 0 when libpq could not (the connection is broken). With a libpq
  * that has PQsendPipelineSync (preon's patched one, or PostgreSQL 17's) the Sync leaves with the next flush; with
  * Debian's libpq 15 as shipped it is written at once (PQpipelineSync). */
-int preon_db_conn_queue_sync(preon_db_conn_t *c);
-/** Writes what libpq holds (one write for the whole loop pass); waits for writability if the socket is full; fails the
- * connection if it broke. */
-void preon_db_conn_flush(preon_db_conn_t *c);
-
-/* pipeline.c: what flows through a ready connection */
-/** Records one thing handed to libpq, in the order its answer will come. */
-void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_query_t *q);
-/** Takes every result libpq can give without blocking and hands each to its entry; returns how many it took. */
-size_t preon_db_conn_read_results(preon_db_conn_t *c);
+int preon__db_conn_queue_sync(preon_db_conn_t *c);
+/** Takes every result libpq can give without blocking and hands each to its entry: 0, or PREON_ECONNLOST with the
+ * reason in `*why` (borrowed) when the connection broke; the caller fails it. */
+int preon__db_conn_read_results(preon_db_conn_t *c, const char **why);
 /** Hands at most about `cap` unsent queries (whole requests; 0: all) to libpq, with their Syncs, queued in libpq until
- * preon_db_conn_flush writes them. */
-void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap);
+ * preon__db_conn_flush writes them: 0, or PREON_ECONNLOST when libpq refused one (the caller fails the connection with
+ * PQerrorMessage; what was not handed over stays on the unsent list). */
+int preon__db_conn_send_some(preon_db_conn_t *c, size_t cap);
+/** Whether a batch may be written now: fewer than database.pipeline_depth are out (0: no bound). */
+int preon__db_conn_may_send(const preon_db_conn_t *c);
+/** Since when the oldest entry in flight has been the one the server works on (it was sent to an idle
+ * connection, or the entry before it was answered): the time the server has spent on it. 0 when idle. */
+uint64_t preon__db_conn_head_since(const preon_db_conn_t *c);
 
 /* target.c */
-const char *const *preon_db_target_keywords(const preon_db_target_t *t);
-const char *const *preon_db_target_values(const preon_db_target_t *t);
+const char *const *preon__db_target_keywords(const preon_db_target_t *t);
+const char *const *preon__db_target_values(const preon_db_target_t *t);
 /** How many hosts the URL names (1 when it names one, or none). */
-unsigned preon_db_target_hosts(const preon_db_target_t *t);
+unsigned preon__db_target_hosts(const preon_db_target_t *t);
 /** The values with the host list rotated to start at host `start` (mod the host count); same keywords. */
-const char *const *preon_db_target_values_from(const preon_db_target_t *t, unsigned start);
+const char *const *preon__db_target_values_from(const preon_db_target_t *t, unsigned start);
 /** Where (host, port), as PQhost/PQport report it, stands in the list rotated to `start`: 0 for the first. */
-unsigned preon_db_target_position(const preon_db_target_t *t, unsigned start, const char *host, const char *port);
+unsigned preon__db_target_position(const preon_db_target_t *t, unsigned start, const char *host, const char *port);
 
-/* pool.c */
-/** Not an error: the query is to be sent again, alone (its batch was aborted by a neighbour). db layer only. */
+/** Not an error: the query is to be sent again, alone (its batch was aborted by a neighbour); see preon_db_owner_t. */
 #define PREON_DB_RESEND 1
-/**
- * The one way a connection hands a query back to its pool: `err` 0 completes it with `res` (borrowed) through
- * on_result, PREON_DB_RESEND queues it again alone (or fails it if no connection is ready), anything else completes it
- * through on_error with `detail` (NULL: the code's message). The pool counts its outcome and time.
- */
-void preon_db_pool_done(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail, const PGresult *res);
-/** Makes sure the end-of-pass flush will run. */
-void preon_db_pool_arm_flush(preon_db_pool_t *pool);
-/**
- * Queues again the never-sent queries of `list` (linked by _next, oldest first, taken off a connection that was given
- * up): each request's on another ready connection of `pool`, else of its fallback pool, as a submit would have placed
- * them. Not placed: canceled ones, with `head_continues` the first request's (its transaction's first statements were
- * sent on the lost connection), and all when no connection is ready. Returns those, linked by _next in order, for the
- * caller to fail; `*moved` receives how many were placed. Owner thread.
- */
-preon_db_query_t *preon_db_pool_requeue(preon_db_pool_t *pool, preon_db_query_t *list, int head_continues, unsigned *moved);
 
 /* shed.c */
 /**
@@ -203,10 +228,13 @@ preon_db_query_t *preon_db_pool_requeue(preon_db_pool_t *pool, preon_db_query_t 
  * answered within database.max_queue_wait_ms (their wait so far plus the work ahead of them at the connection's
  * service time). Their callbacks run after all are out: PREON_ECANCELED, or PREON_EOVERLOADED (503: nothing was sent).
  */
-void preon_db_shed(preon_db_conn_t *c, uint64_t now_ns);
+void preon__db_shed(preon_db_conn_t *c, uint64_t now_ns);
 /** How many queries one batch may carry so that what is in flight can be answered within the bound (0: no cap). */
-size_t preon_db_batch_cap(const preon_db_conn_t *c);
-/** Whether a request of `n` queries queued on `c` now would wait longer than the bound. */
-int preon_db_would_wait_too_long(const preon_db_conn_t *c, size_t n, uint64_t now_ns);
+size_t preon__db_batch_cap(const preon_db_conn_t *c);
+/** Whether a request of `n` queries, `writes` of them writes, queued on `c` now would wait longer than the bound. */
+int preon__db_would_wait_too_long(const preon_db_conn_t *c, size_t n, size_t writes, uint64_t now_ns);
+/** What `reads` reads and `writes` writes cost `c`, in ms, at its measured service times: each kind at its own once
+ * the recent windows tell them apart, else every query at the rate of all (0 before any). Owner thread. */
+double preon__db_cost_ms(const preon_db_conn_t *c, size_t reads, size_t writes);
 
 #endif

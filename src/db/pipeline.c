@@ -11,10 +11,20 @@
  * The pipeline of a ready connection: queries written behind each other without waiting, a Sync after each segment
  * (one implicit transaction), results matched to their senders by a FIFO ring (libpq does not say which query a
  * result belongs to), each answer held until its Sync's (the COMMIT may still fail there), and the connection's
- * service time per query measured on the way. Trouble is handed to preon_db_conn_fail (conn.c).
+ * service time per query measured on the way. Trouble is returned to the caller (conn.c, pool.c), which fails the
+ * connection: nothing here calls back up.
  */
 
-void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_query_t *q)
+int preon__db_conn_queue_sync(preon_db_conn_t *c)
+{
+#ifdef LIBPQ_HAS_SEND_PIPELINE_SYNC
+    return PQsendPipelineSync(c->pg);
+#else
+    return PQpipelineSync(c->pg);
+#endif
+}
+
+void preon__db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, preon_db_query_t *q)
 {
     if (c->ring_count == c->ring_cap) {
         /* Grow and unwrap: the ring is at most a few thousand entries (database.max_queued bounds it). */
@@ -27,15 +37,44 @@ void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, pr
         c->ring_cap *= 2;
     }
     if (c->ring_count == 0) {
-        c->head_since = preon_db_conn_now_ms(c);
+        c->head_since = preon__db_conn_now_ms(c);
         c->svc_mark = c->head_since; /* busy from now: a new service-time window */
-        c->svc_k = 0;
+        c->svc_k = c->svc_kw = 0;
     }
     ring_entry_t *e = &c->ring[(c->ring_head + c->ring_count++) % c->ring_cap];
     e->kind = kind;
     e->ends_send = 0;
     e->stmt = stmt;
     e->q = q;
+}
+
+/* Adds a window of `ms` busy time that answered `reads` reads and `writes` writes; older time fades beyond the
+ * horizon, so that the estimate follows the database. */
+static void svc_add(svc_t *v, double ms, unsigned reads, unsigned writes)
+{
+    double r = reads, w = writes;
+    v->busy_ms += ms;
+    v->reads += r;
+    v->writes += w;
+    v->rr += r * r;
+    v->rw += r * w;
+    v->ww += w * w;
+    v->rt += r * ms;
+    v->wt += w * ms;
+    if (v->busy_ms > PREON_DB_SVC_HORIZON_MS) {
+        double keep = PREON_DB_SVC_HORIZON_MS / v->busy_ms;
+        v->busy_ms *= keep;
+        v->reads *= keep;
+        v->writes *= keep;
+        v->rr *= keep;
+        v->rw *= keep;
+        v->ww *= keep;
+        v->rt *= keep;
+        v->wt *= keep;
+    }
+    v->ms = v->busy_ms / (v->reads + v->writes);
+    v->n = v->n + reads + writes < v->n ? v->n : v->n + reads + writes;
+    v->writes_n = v->writes_n + writes < v->writes_n ? v->writes_n : v->writes_n + writes;
 }
 
 /*
@@ -52,31 +91,27 @@ void preon_db_conn_push(preon_db_conn_t *c, entry_kind_t kind, unsigned stmt, pr
  * its answers cost at the current estimate, whichever is more: a window much longer, with few answers, is an answer
  * (or the thread that reads it: a busy loop, a CPU quota's 100 ms throttle) late once, not the rate of the queries
  * behind it. Lateness is judged by the age of the oldest query instead (shed.c).
+ *
+ * Each window also counts its reads and writes apart, so that shed.c can price a write apart from a read: a write's
+ * answer comes after its commit, which with synchronous_commit on waits for the WAL flush (preon__db_cost_ms).
  */
 static void observe_service(preon_db_conn_t *c, int idle)
 {
-    uint64_t now = preon_db_conn_now_ms(c), dt = now - c->svc_mark;
+    uint64_t now = preon__db_conn_now_ms(c), dt = now - c->svc_mark;
     if (c->svc_k != 0 && (dt >= 10 || idle)) {
-        double counted = (double)dt, most = 4 * c->svc_ms * c->svc_k;
+        unsigned writes = c->svc_kw, reads = c->svc_k - writes;
+        double counted = (double)dt, most = 4 * preon__db_cost_ms(c, reads, writes);
         if (most < 10)
             most = 10;
         if (counted > most)
             counted = most; /* late once (above) */
-        c->svc_busy_ms += counted;
         c->svc_busy_total += (uint64_t)counted;
-        c->svc_answered += c->svc_k;
-        if (c->svc_busy_ms > PREON_DB_SVC_HORIZON_MS) { /* older work fades: the estimate follows the database */
-            double keep = PREON_DB_SVC_HORIZON_MS / c->svc_busy_ms;
-            c->svc_busy_ms *= keep;
-            c->svc_answered *= keep;
-        }
-        c->svc_ms = c->svc_busy_ms / c->svc_answered;
-        c->svc_n = c->svc_n + c->svc_k < c->svc_n ? c->svc_n : c->svc_n + c->svc_k;
+        svc_add(&c->svc, counted, reads, writes);
     } else if (!idle) {
         return;
     }
     c->svc_mark = now;
-    c->svc_k = 0;
+    c->svc_k = c->svc_kw = 0;
 }
 
 static ring_entry_t pop(preon_db_conn_t *c)
@@ -85,26 +120,15 @@ static ring_entry_t pop(preon_db_conn_t *c)
     ring_entry_t e = c->ring[c->ring_head];
     c->ring_head = (c->ring_head + 1) % c->ring_cap;
     c->ring_count--;
-    c->head_since = preon_db_conn_now_ms(c);
+    c->head_since = preon__db_conn_now_ms(c);
     if (c->ring_count == 0)
         observe_service(c, 1);
     return e;
 }
 
-uint64_t preon_db_conn_head_since(const preon_db_conn_t *c)
+uint64_t preon__db_conn_head_since(const preon_db_conn_t *c)
 {
     return c->ring_count != 0 ? c->head_since : 0;
-}
-
-uint64_t preon_db_conn_oldest_queued_ns(const preon_db_conn_t *c)
-{
-    /* The ring is oldest first; its first query is at most a few Syncs and Prepares in. */
-    for (size_t i = 0; i < c->ring_count; i++) {
-        const ring_entry_t *e = &c->ring[(c->ring_head + i) % c->ring_cap];
-        if (e->kind == ENTRY_QUERY)
-            return e->q->_queued_ns;
-    }
-    return c->unsent_head != NULL ? c->unsent_head->_queued_ns : 0;
 }
 
 /* What an error result means for its request: SQLSTATE class 23 (integrity constraint violation) is the client's
@@ -148,6 +172,10 @@ static void complete_entry(preon_db_conn_t *c, ring_entry_t e, PGresult *res)
     PREON_ASSERT(e.kind == ENTRY_QUERY && q != NULL && c->nqueries > 0);
     c->nqueries--;
     c->svc_k++;
+    if (q->flags & PREON_DB_WRITE) {
+        c->nwrites--;
+        c->svc_kw++;
+    }
     observe_service(c, 0);
     int failed = st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED;
     if (failed && !c->seg.failed) {
@@ -164,7 +192,7 @@ static void complete_entry(preon_db_conn_t *c, ring_entry_t e, PGresult *res)
         (st == PGRES_PIPELINE_ABORTED || (failed && error_of(res) == PREON_ERETRY))) {
         PQclear(res);
         q->_resent = 1;
-        preon_db_pool_done(c->pool, q, PREON_DB_RESEND, NULL, NULL);
+        c->owner->done(c->pool, q, PREON_DB_RESEND, NULL, NULL);
         return;
     }
     /* Its answer waits for the Sync: the COMMIT there may still fail. */
@@ -219,18 +247,18 @@ static void settle(preon_db_conn_t *c)
         if (ok && sync_err != NULL) {
             if ((q->flags & PREON_DB_SHARED) && !q->_resent) {
                 q->_resent = 1;
-                preon_db_pool_done(pool, q, PREON_DB_RESEND, NULL, NULL);
+                c->owner->done(pool, q, PREON_DB_RESEND, NULL, NULL);
             } else {
-                preon_db_pool_done(pool, q, error_of(sync_err), message_of(sync_err), NULL);
+                c->owner->done(pool, q, error_of(sync_err), message_of(sync_err), NULL);
             }
         } else if (ok && seg.failed && (q->flags & PREON_DB_WRITE)) {
-            preon_db_pool_done(pool, q, seg.err, seg.why, NULL);
+            c->owner->done(pool, q, seg.err, seg.why, NULL);
         } else if (ok) {
-            preon_db_pool_done(pool, q, 0, NULL, res);
+            c->owner->done(pool, q, 0, NULL, res);
         } else if (st == PGRES_PIPELINE_ABORTED) {
-            preon_db_pool_done(pool, q, PREON_EDB, aborted_why, NULL);
+            c->owner->done(pool, q, PREON_EDB, aborted_why, NULL);
         } else {
-            preon_db_pool_done(pool, q, error_of(res), message_of(res), NULL);
+            c->owner->done(pool, q, error_of(res), message_of(res), NULL);
         }
         PQclear(res);
     }
@@ -238,19 +266,15 @@ static void settle(preon_db_conn_t *c)
         PQclear(sync_err);
 }
 
-/* Takes every result libpq can give without blocking and hands each to the entry it belongs to; returns how many
- * it took. */
-size_t preon_db_conn_read_results(preon_db_conn_t *c)
+int preon__db_conn_read_results(preon_db_conn_t *c, const char **why)
 {
-    size_t taken = 0;
     while (c->pg != NULL && c->ring_count != 0 && !PQisBusy(c->pg)) {
         PGresult *r = PQgetResult(c->pg);
-        taken++;
         if (PQstatus(c->pg) == CONNECTION_BAD) {
             /* libpq reports a broken connection as the head query's error: it is not that query's fault. */
             PQclear(r);
-            preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
-            return taken;
+            *why = PQerrorMessage(c->pg);
+            return PREON_ECONNLOST;
         }
         ring_entry_t *head = &c->ring[c->ring_head];
         if (head->kind == ENTRY_SYNC) {
@@ -259,8 +283,8 @@ size_t preon_db_conn_read_results(preon_db_conn_t *c)
                     c->seg.sync_null_ok = 0;
                     continue;
                 }
-                preon_db_conn_fail(c, PREON_ECONNLOST, "pipeline out of step (no Sync result)");
-                return taken;
+                *why = "pipeline out of step (no Sync result)";
+                return PREON_ECONNLOST;
             }
             if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
                 /* An error at the Sync: the implicit COMMIT failed (a deferred constraint, a serialization
@@ -278,8 +302,8 @@ size_t preon_db_conn_read_results(preon_db_conn_t *c)
                 PREON_ASSERT(c->sends_in_flight > 0);
                 c->sends_in_flight--;
                 /* what accumulated while the batches were out goes out at the end of this pass */
-                if (c->unsent_head != NULL && preon_db_conn_may_send(c))
-                    preon_db_pool_arm_flush(c->pool);
+                if (c->unsent_head != NULL && preon__db_conn_may_send(c))
+                    c->owner->arm_flush(c->pool);
             }
             settle(c);
             if (c->ring_count == 0)
@@ -298,21 +322,21 @@ size_t preon_db_conn_read_results(preon_db_conn_t *c)
         c->cur = NULL;
         complete_entry(c, pop(c), res); /* takes res */
     }
-    return taken;
+    return 0;
 }
 
-int preon_db_conn_may_send(const preon_db_conn_t *c)
+int preon__db_conn_may_send(const preon_db_conn_t *c)
 {
-    int depth = c->pool->cfg->database.pipeline_depth;
+    unsigned depth = c->pool->settings.pipeline_depth;
     return depth == 0 || c->sends_in_flight < (unsigned)depth;
 }
 
 /* Writes a Sync and records it; 0, or PREON_ECONNLOST when libpq could not (the connection is broken). */
 static int send_sync(preon_db_conn_t *c)
 {
-    if (!preon_db_conn_queue_sync(c))
+    if (!preon__db_conn_queue_sync(c))
         return PREON_ECONNLOST;
-    preon_db_conn_push(c, ENTRY_SYNC, 0, NULL);
+    preon__db_conn_push(c, ENTRY_SYNC, 0, NULL);
     return 0;
 }
 
@@ -325,24 +349,24 @@ static int send_sync(preon_db_conn_t *c)
 static int send_query(preon_db_conn_t *c, preon_db_query_t *q)
 {
     const preon_db_statement_t *st = &c->pool->stmts[q->stmt];
-    if (c->pool->cfg->database.pooler == PREON_POOLER_TRANSACTION)
+    if (c->pool->settings.unnamed_statements)
         return PQsendQueryParams(c->pg, st->sql, q->nparams, NULL, q->params, NULL, NULL, 0) ? 0 : PREON_ECONNLOST;
     if (!c->prepared[q->stmt]) {
         /* Its Prepare failed earlier (say the table was missing); try again, in the same pipeline. */
         if (!PQsendPrepare(c->pg, st->name, st->sql, st->nparams, NULL))
             return PREON_ECONNLOST;
-        preon_db_conn_push(c, ENTRY_PREPARE, q->stmt, NULL);
+        preon__db_conn_push(c, ENTRY_PREPARE, q->stmt, NULL);
         c->prepared[q->stmt] = 1;
     }
     return PQsendQueryPrepared(c->pg, st->name, q->nparams, q->params, NULL, NULL, 0) ? 0 : PREON_ECONNLOST;
 }
 
-void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap)
+int preon__db_conn_send_some(preon_db_conn_t *c, size_t cap)
 {
     PREON_ASSERT(c->state == CONN_READY && c->pg != NULL);
     size_t before = c->ring_count, sent = 0;
     /* The batch's queries and Syncs are only queued in libpq: they leave in one write when the pass ends
-     * (preon_db_conn_flush). */
+     * (preon__db_conn_flush). */
     /* A Sync is owed for the queries written since the last one (the open segment); `open_shared` says whether
      * another request's shared read may still join it, `continues` whether the next query is the same request's
      * transaction, `same_request` whether it is the same request's at all (a batch ends only between requests). */
@@ -368,7 +392,7 @@ void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap)
         q->_state = QUERY_SENT;
         c->nunsent--;
         sent++;
-        preon_db_conn_push(c, ENTRY_QUERY, 0, q);
+        preon__db_conn_push(c, ENTRY_QUERY, 0, q);
         same_request = (q->flags & PREON_DB_MORE) != 0;
         continues = same_request && !(q->flags & PREON_DB_OWN_SYNC);
         if (continues || shared) {
@@ -387,8 +411,8 @@ void preon_db_conn_send_some(preon_db_conn_t *c, size_t cap)
         c->ring[(c->ring_head + c->ring_count - 1) % c->ring_cap].ends_send = 1;
         c->sends_in_flight++;
     }
-    return;
+    return 0;
 
 Broken:
-    preon_db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+    return PREON_ECONNLOST;
 }

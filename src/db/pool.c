@@ -15,11 +15,16 @@
 
 static void on_flush(h2o_timeout_entry_t *entry);
 static void on_tick(h2o_timeout_entry_t *entry);
+static void done(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail, const PGresult *res);
+static preon_db_query_t *requeue(preon_db_pool_t *pool, preon_db_query_t *list, int head_continues, unsigned *moved);
+static void arm_flush(preon_db_pool_t *pool);
 
-static uint64_t tick_ms(const preon_config_t *cfg)
+/* What the connections, their pipelines and the shedding call back (internal.h). */
+static const preon_db_owner_t owner = {.done = done, .requeue = requeue, .arm_flush = arm_flush};
+
+static uint64_t tick_ms(const preon_db_settings_t *s)
 {
-    int t = cfg->database.query_timeout_ms < cfg->database.connect_timeout_ms ? cfg->database.query_timeout_ms
-                                                                              : cfg->database.connect_timeout_ms;
+    unsigned t = s->query_timeout_ms < s->connect_timeout_ms ? s->query_timeout_ms : s->connect_timeout_ms;
     t /= 10;
     return t < 5 ? 5 : t > 100 ? 100 : (uint64_t)t;
 }
@@ -40,14 +45,14 @@ void preon_db_counters_dispose(preon_db_counters_t *c)
     c->durations = NULL;
 }
 
-preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cfg, const preon_db_target_t *target,
+preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_db_settings_t *settings, const preon_db_target_t *target,
                                       const preon_db_statement_t *statements, size_t nstatements, preon_db_counters_t *counters,
                                       const char *tag)
 {
     PREON_ASSERT(counters->nstatements == nstatements);
     preon_db_pool_t *pool = preon_calloc(1, sizeof(*pool));
     pool->loop = loop;
-    pool->cfg = cfg;
+    pool->settings = *settings;
     pool->stmts = statements;
     pool->nstmts = nstatements;
     snprintf(pool->tag, sizeof(pool->tag), "%s", tag);
@@ -55,18 +60,18 @@ preon_db_pool_t *preon_db_pool_create(h2o_loop_t *loop, const preon_config_t *cf
 
     h2o_timeout_init(loop, &pool->zero_timeout, 0);
     pool->flush_entry.cb = on_flush;
-    h2o_timeout_init(loop, &pool->tick_timeout, tick_ms(cfg));
+    h2o_timeout_init(loop, &pool->tick_timeout, tick_ms(settings));
     pool->tick_entry.cb = on_tick;
     h2o_timeout_link(loop, &pool->tick_timeout, &pool->tick_entry);
 
     pool->counters = counters;
-    pool->nconns = (unsigned)cfg->database.connections_per_thread;
+    pool->nconns = settings->connections;
     preon_counter_add(&counters->total, pool->nconns);
     pool->conns = preon_calloc(pool->nconns, sizeof(*pool->conns));
     for (unsigned i = 0; i < pool->nconns; i++)
-        preon_db_conn_init(&pool->conns[i], pool, i);
+        preon__db_conn_init(&pool->conns[i], pool, &owner, i);
     for (unsigned i = 0; i < pool->nconns; i++)
-        preon_db_conn_connect(&pool->conns[i]);
+        preon__db_conn_connect(&pool->conns[i]);
     return pool;
 }
 
@@ -77,7 +82,7 @@ void preon_db_pool_close(preon_db_pool_t *pool)
     /* First, so that callbacks run below cannot queue anything new here. */
     pool->closed = 1;
     for (unsigned i = 0; i < pool->nconns; i++)
-        preon_db_conn_dispose(&pool->conns[i]);
+        preon__db_conn_dispose(&pool->conns[i]);
     if (h2o_timeout_is_linked(&pool->flush_entry))
         h2o_timeout_unlink(&pool->flush_entry);
     if (h2o_timeout_is_linked(&pool->tick_entry))
@@ -115,7 +120,7 @@ static preon_db_conn_t *pick(preon_db_pool_t *pool, int concentrate)
             continue;
         /* ... unless its head query has been running a while (a lock, a slow statement): nothing joins a batch stuck
          * behind it while another connection is free */
-        uint64_t head = preon_db_conn_head_since(c);
+        uint64_t head = preon__db_conn_head_since(c);
         if (concentrate && c->nqueries < PREON_DB_SPILL_AT && (head == 0 || now - head < PREON_DB_STALL_MS))
             return c;
         if (best == NULL || c->nqueries < best->nqueries)
@@ -124,7 +129,7 @@ static preon_db_conn_t *pick(preon_db_pool_t *pool, int concentrate)
     return best;
 }
 
-void preon_db_pool_arm_flush(preon_db_pool_t *pool)
+static void arm_flush(preon_db_pool_t *pool)
 {
     if (!h2o_timeout_is_linked(&pool->flush_entry))
         h2o_timeout_link(pool->loop, &pool->zero_timeout, &pool->flush_entry);
@@ -143,11 +148,12 @@ static void enqueue(preon_db_conn_t *c, preon_db_query_t *q)
     q->_state = QUERY_UNSENT;
     q->_conn = c;
     c->nunsent++;
+    c->nwrites += (q->flags & PREON_DB_WRITE) != 0;
     q->_next = NULL;
     *c->unsent_tail = q;
     c->unsent_tail = &q->_next;
     c->nqueries++;
-    preon_db_pool_arm_flush(c->pool);
+    arm_flush(c->pool);
 }
 
 int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n, int sync)
@@ -161,7 +167,7 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
         return PREON_EINVAL;
     if (pool->closed)
         return PREON_ESHUTDOWN;
-    if (pool->queued + n > (size_t)pool->cfg->database.max_queued) {
+    if (pool->queued + n > pool->settings.max_queued) {
         preon_counter_add(&pool->counters->rejected_full, 1);
         return PREON_EQUEUEFULL;
     }
@@ -174,7 +180,11 @@ int preon_db_submit(preon_db_pool_t *pool, preon_db_query_t *const *qs, size_t n
      * With a Sync per query the request's queries spread over the ready connections. */
     uint64_t now = preon_now_ns();
     unsigned nready = sync == PREON_SYNC_QUERY ? ready_count(pool) : 1;
-    if (!(qs[0]->flags & PREON_DB_ADMITTED) && preon_db_would_wait_too_long(c, (n + nready - 1) / nready, now)) {
+    size_t writes = 0;
+    for (size_t i = 0; i < n; i++)
+        writes += (qs[i]->flags & PREON_DB_WRITE) != 0;
+    if (!(qs[0]->flags & PREON_DB_ADMITTED) &&
+        preon__db_would_wait_too_long(c, (n + nready - 1) / nready, (writes + nready - 1) / nready, now)) {
         preon_counter_add(&pool->counters->rejected_slow, 1);
         return PREON_EOVERLOADED;
     }
@@ -206,7 +216,7 @@ static void resend(preon_db_pool_t *pool, preon_db_query_t *q)
 {
     preon_db_conn_t *c = pool->closed ? NULL : pick(pool, 1);
     if (c == NULL) {
-        preon_db_pool_done(pool, q, pool->closed ? PREON_ESHUTDOWN : PREON_ENOTCONN, "no connection for the retry", NULL);
+        done(pool, q, pool->closed ? PREON_ESHUTDOWN : PREON_ENOTCONN, "no connection for the retry", NULL);
         return;
     }
     q->flags &= ~PREON_DB_MORE; /* alone now: the queries behind it are not its request's */
@@ -229,14 +239,14 @@ static preon_db_conn_t *place(preon_db_pool_t *pool, size_t n, preon_db_pool_t *
         return c;
     }
     preon_db_pool_t *f = pool->fallback;
-    if (f != NULL && !f->closed && f->queued + n <= (size_t)f->cfg->database.max_queued && (c = pick(f, n == 1)) != NULL) {
+    if (f != NULL && !f->closed && f->queued + n <= f->settings.max_queued && (c = pick(f, n == 1)) != NULL) {
         *to = f;
         return c;
     }
     return NULL;
 }
 
-preon_db_query_t *preon_db_pool_requeue(preon_db_pool_t *pool, preon_db_query_t *list, int head_continues, unsigned *moved)
+static preon_db_query_t *requeue(preon_db_pool_t *pool, preon_db_query_t *list, int head_continues, unsigned *moved)
 {
     preon_db_query_t *left = NULL, **left_tail = &left;
     *moved = 0;
@@ -291,7 +301,7 @@ static void account(preon_db_pool_t *pool, preon_db_query_t *q, preon_db_outcome
     preon_hist_observe(&pool->counters->durations[q->stmt], preon_now_ns() - q->_queued_ns);
 }
 
-void preon_db_pool_done(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail, const PGresult *res)
+static void done(preon_db_pool_t *pool, preon_db_query_t *q, int err, const char *detail, const PGresult *res)
 {
     if (err == PREON_DB_RESEND) {
         resend(pool, q);
@@ -323,7 +333,7 @@ void preon_db_counters_collect(const preon_db_counters_t *c, uint64_t (*queries)
 static void shed_all(preon_db_conn_t *c, uint64_t now)
 {
     do
-        preon_db_shed(c, now);
+        preon__db_shed(c, now);
     while (c->ncanceled != 0);
 }
 
@@ -338,20 +348,23 @@ static void on_flush(h2o_timeout_entry_t *entry)
         int sent = 0;
         if (c->unsent_head != NULL)
             shed_all(c, now);
-        while (c->unsent_head != NULL && c->state == CONN_READY && preon_db_conn_may_send(c)) {
-            preon_db_conn_send_some(c, preon_db_batch_cap(c));
+        while (c->unsent_head != NULL && c->state == CONN_READY && preon__db_conn_may_send(c)) {
+            if (preon__db_conn_send_some(c, preon__db_batch_cap(c)) != 0) {
+                preon__db_conn_fail(c, PREON_ECONNLOST, PQerrorMessage(c->pg));
+                break;
+            }
             sent = 1;
         }
-        /* one write for all the batches (send_some fails the connection itself if libpq refused one) */
+        /* one write for all the batches */
         if (sent && c->state == CONN_READY)
-            preon_db_conn_flush(c);
+            preon__db_conn_flush(c);
     }
 }
 
 static void on_tick(h2o_timeout_entry_t *entry)
 {
     preon_db_pool_t *pool = H2O_STRUCT_FROM_MEMBER(preon_db_pool_t, tick_entry, entry);
-    const preon_config_t *cfg = pool->cfg;
+    const preon_db_settings_t *set = &pool->settings;
     uint64_t now = h2o_now(pool->loop);
     for (unsigned i = 0; i < pool->nconns; i++) {
         preon_db_conn_t *c = &pool->conns[i];
@@ -359,17 +372,17 @@ static void on_tick(h2o_timeout_entry_t *entry)
         switch (c->state) {
         case CONN_IDLE:
             if (now >= c->retry_at)
-                preon_db_conn_connect(c);
+                preon__db_conn_connect(c);
             break;
         case CONN_CONNECTING:
-            if (now - c->state_since >= (uint64_t)cfg->database.connect_timeout_ms)
-                preon_db_conn_connect_timed_out(c);
+            if (now - c->state_since >= set->connect_timeout_ms)
+                preon__db_conn_connect_timed_out(c);
             break;
         case CONN_READY:
             /* A pipeline's queue is not a stuck server: what counts is how long the query at its head has taken.
              * Waiting in the queue is bounded per request by server.request_timeout_ms instead. */
-            if ((head = preon_db_conn_head_since(c)) != 0 && now - head >= (uint64_t)cfg->database.query_timeout_ms)
-                preon_db_conn_fail(c, PREON_ETIMEDOUT, "query at the head of the pipeline timed out; reconnecting");
+            if ((head = preon__db_conn_head_since(c)) != 0 && now - head >= set->query_timeout_ms)
+                preon__db_conn_fail(c, PREON_ETIMEDOUT, "query at the head of the pipeline timed out; reconnecting");
             else if (c->unsent_head != NULL)
                 shed_all(c, preon_now_ns()); /* held back behind batches in flight: still refused in time */
             break;

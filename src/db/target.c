@@ -191,17 +191,17 @@ static void prepare_rotations(preon_db_target_t *t)
     }
 }
 
-unsigned preon_db_target_hosts(const preon_db_target_t *t)
+unsigned preon__db_target_hosts(const preon_db_target_t *t)
 {
     return t->nhosts;
 }
 
-const char *const *preon_db_target_values_from(const preon_db_target_t *t, unsigned start)
+const char *const *preon__db_target_values_from(const preon_db_target_t *t, unsigned start)
 {
     return t->rot[start % t->nhosts];
 }
 
-unsigned preon_db_target_position(const preon_db_target_t *t, unsigned start, const char *host, const char *port)
+unsigned preon__db_target_position(const preon_db_target_t *t, unsigned start, const char *host, const char *port)
 {
     for (unsigned i = 0; i < t->nhosts && host != NULL && port != NULL; i++) {
         unsigned k = (start + i) % t->nhosts;
@@ -263,12 +263,12 @@ void preon_db_target_destroy(preon_db_target_t *t)
     free(t);
 }
 
-const char *const *preon_db_target_keywords(const preon_db_target_t *t)
+const char *const *preon__db_target_keywords(const preon_db_target_t *t)
 {
     return t->keywords;
 }
 
-const char *const *preon_db_target_values(const preon_db_target_t *t)
+const char *const *preon__db_target_values(const preon_db_target_t *t)
 {
     return t->values;
 }

@@ -20,6 +20,7 @@
 #include "preon/errors.h"
 #include "preon/log.h"
 #include "observe.h"
+#include "pass.h"
 #include "preon/reply.h"
 #include "preon/router.h"
 #include "preon/server.h"
@@ -401,19 +402,6 @@ static void on_stop(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messag
 #endif
 }
 
-/*
- * One pass of the thread's loop. h2o_evloop_run fails only when the poller does (epoll_wait or epoll_ctl on the loop's
- * own set): a loop that went on after that would neither serve its connections nor say so, so the process stops,
- * loudly. A signal's EINTR is not a failure.
- */
-static void run_pass(preon_thread_t *thr, int32_t max_wait)
-{
-    if (h2o_evloop_run(thr->loop, max_wait) != 0 && errno != EINTR) {
-        preon_log_error("thread %u: the event loop failed (%s): stopping", thr->index, strerror(errno));
-        abort();
-    }
-}
-
 static void *thread_main(void *arg)
 {
     preon_thread_t *thr = arg;
@@ -424,7 +412,7 @@ static void *thread_main(void *arg)
      * leave), or the shutdown deadline. */
     while (!thr->draining || ((thr->pending != 0 || conns_writing(thr) != 0 || preon_now_ns() - thr->last_request_ns < 100000000) &&
                               h2o_now(thr->loop) < thr->drain_deadline))
-        run_pass(thr, thr->draining ? 10 : INT32_MAX);
+        preon__server_run_pass(thr->loop, thr->index, thr->draining ? 10 : INT32_MAX);
     unsigned writing = conns_writing(thr);
     if (writing != 0)
         preon_log_warn("thread %u: %u connections still writing at shutdown: their clients did not read their answers "
@@ -442,7 +430,7 @@ static void *thread_main(void *arg)
         preon_db_pool_close(thr->db_read);
     uint64_t grace_end = h2o_now(thr->loop) + 50;
     while (h2o_now(thr->loop) < grace_end)
-        run_pass(thr, 10);
+        preon__server_run_pass(thr->loop, thr->index, 10);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->receiver);
     h2o_multithread_unregister_receiver(thr->ctx.queue, &thr->close_receiver);
     h2o_timeout_dispose(thr->loop, &thr->request_timeout);
@@ -564,12 +552,25 @@ static void set_write_path(h2o_evloop_t *loop, const preon_config_t *cfg)
 #endif
 }
 
+void preon_server_db_settings(const preon_config_t *cfg, preon_db_settings_t *out)
+{
+    *out = (preon_db_settings_t){.connections = (unsigned)cfg->database.connections_per_thread,
+                                 .pipeline_depth = (unsigned)cfg->database.pipeline_depth,
+                                 .max_queued = (size_t)cfg->database.max_queued,
+                                 .max_queue_wait_ms = (unsigned)cfg->database.max_queue_wait_ms,
+                                 .query_timeout_ms = (unsigned)cfg->database.query_timeout_ms,
+                                 .connect_timeout_ms = (unsigned)cfg->database.connect_timeout_ms,
+                                 .reconnect_min_ms = (unsigned)cfg->database.reconnect_min_ms,
+                                 .reconnect_max_ms = (unsigned)cfg->database.reconnect_max_ms,
+                                 .unnamed_statements = cfg->database.pooler == PREON_POOLER_TRANSACTION};
+}
+
 static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_t *cfg, const preon_db_target_t *target,
                         const preon_db_target_t *read_target, char *err, size_t errlen)
 {
     int fd = open_listener(cfg, err, errlen);
     if (fd < 0)
-        return -1;
+        return PREON_EIO;
     char tag[16];
     snprintf(tag, sizeof(tag), "t%u", index);
     thr->index = index;
@@ -590,12 +591,14 @@ static int setup_thread(preon_thread_t *thr, unsigned index, const preon_config_
     h2o_timeout_init(thr->loop, &thr->request_timeout, (uint64_t)cfg->server.request_timeout_ms);
     h2o_timeout_init(thr->loop, &thr->accept_pause, 100);
     thr->accept_pause_entry.cb = on_accept_resume;
+    preon_db_settings_t db;
+    preon_server_db_settings(cfg, &db);
     preon_db_counters_init(&thr->db_counters, service->nstatements);
-    thr->db = preon_db_pool_create(thr->loop, cfg, target, service->statements, service->nstatements, &thr->db_counters, tag);
+    thr->db = preon_db_pool_create(thr->loop, &db, target, service->statements, service->nstatements, &thr->db_counters, tag);
     preon_db_counters_init(&thr->db_read_counters, service->nstatements);
     if (read_target != NULL) {
         snprintf(tag, sizeof(tag), "r%u", index);
-        thr->db_read = preon_db_pool_create(thr->loop, cfg, read_target, service->statements, service->nstatements,
+        thr->db_read = preon_db_pool_create(thr->loop, &db, read_target, service->statements, service->nstatements,
                                             &thr->db_read_counters, tag);
         /* a read its standby's connection took down unsent goes to the primary when no other read connection is up,
          * as preon_dbreq_run sends a new one */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "handlers.h"
+#include "preon/errors.h"
 #include "preon/assert.h"
 #include "preon/reply.h"
 #include "template.h"
@@ -27,7 +28,7 @@ int preon__fortunes_init(char *err, size_t errlen)
     fortunes_template = preon__template_compile(preon_template_fortunes, preon_template_fortunes_len, names, why, sizeof(why));
     if (fortunes_template == NULL) {
         snprintf(err, errlen, "src/service/templates/fortunes.mustache: %s", why);
-        return -1;
+        return PREON_EINVAL;
     }
     return 0;
 }

@@ -18,8 +18,8 @@ typedef struct {
     int limit, rows;
 } fruits_data_t;
 
-/* Writes result row `row` (id, name) as a JSON object into `out`; -1 (nothing written) if the name is not valid
- * UTF-8. */
+/* Writes result row `row` (id, name) as a JSON object into `out`; PREON_EINVAL (nothing written) if the name is not
+ * valid UTF-8. */
 static int put_fruit(preon_sink_t *out, const preon_db_result_t *res, int row, long long *id)
 {
     size_t idlen, namelen;

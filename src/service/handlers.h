@@ -53,7 +53,8 @@ static inline preon_app_thread_t *preon__app_thread(h2o_req_t *req)
     return preon_service_state(req);
 }
 
-/** /fortunes' template, compiled once (fortunes.c): 0, or -1 with the reason in `err`. Main thread, start-up. */
+/** /fortunes' template, compiled once (fortunes.c): 0, or PREON_EINVAL with the reason in `err`. Main thread,
+ * start-up. */
 int preon__fortunes_init(char *err, size_t errlen);
 void preon__fortunes_dispose(void);
 

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""Checks a bench/cost.py output folder run with `--quick --no-throughput` and no TFB h2o build: results.json
-reads back through the loader (bench/measure/cost_report.py), preon has an instruction count and syscall counts for
-every test type and a count of its PostgreSQL's instructions on the database tests, every counted request was
-answered 200, the groups by object add up to the total, TFB h2o's
-column says why it is absent; where perf can sample this machine's CPUs and it has two, preon's CPU profile has
+"""Checks a bench/cost.py output folder run with `--quick --no-throughput`, a stock build (--stock) and no TFB h2o
+build: results.json reads back through the loader (bench/measure/cost_report.py), preon and its stock build each have
+an instruction count and syscall counts for every test type and a count of its PostgreSQL's instructions on the
+database tests (the stock build's where that count did not fail), every counted request was answered 200, the groups
+by object add up to the total, the stock build ran its own binary with the stock libraries (Debian's libh2o-evloop
+in its instructions) and report.md's tables have its column and its ratio to preon, TFB h2o's column says why it is
+absent; where perf can sample this machine's CPUs and it has two, preon's CPU profile has
 every test type, with time in its code and in the kernel (and in PostgreSQL on the database tests) and, where perf
 can count the net:net_dev_xmit tracepoint, the packets preon (and PostgreSQL on the database tests) sent, else the
 report says why not; report.md has every table. Asserts no speed. Usage: check_cost.py DIR"""
@@ -18,32 +20,65 @@ out = sys.argv[1]
 res = load(os.path.join(out, "results.json"))
 report = open(os.path.join(out, "report.md")).read()
 problems = []
-preon = res.servers["preon"]
-if preon.status != "ok" or preon.errors:
-    problems.append("preon: status %r, errors %r" % (preon.status, preon.errors))
+
+
+def check_server(name, run, pg_required):
+    """One server's column: every test counted and traced, every counted answer 200; its PostgreSQL's count on the
+    database tests (a failed count is tolerated where not `pg_required`: the record then says why)."""
+    if run.status != "ok" or [k for k in run.errors if not (not pg_required and k.endswith(" postgres"))]:
+        problems.append("%s: status %r, errors %r" % (name, run.status, run.errors))
+    for key, _, _, _ in TESTS:
+        c, s = run.counts.get(key), run.syscalls.get(key)
+        if c is None or s is None:
+            problems.append("%s %s: no instruction count or no syscall count" % (name, key))
+            continue
+        if not c.ir_per_request > 0 or c.ir2 <= c.ir1:
+            problems.append("%s %s: instructions per request %r (runs %d, %d)" % (name, key, c.ir_per_request, c.ir1,
+                                                                                   c.ir2))
+        if set(c.statuses) != {"200"} or sum(c.statuses.values()) != c.n2:
+            problems.append("%s %s: the counted requests' answers %r, expected %d × 200" % (name, key, c.statuses,
+                                                                                             c.n2))
+        if abs(sum(c.by_group.values()) - c.ir_per_request) > 0.05 * c.ir_per_request + 50:
+            problems.append("%s %s: groups sum to %.0f, the total is %.0f" % (name, key, sum(c.by_group.values()),
+                                                                              c.ir_per_request))
+        if "preon" not in c.by_group or not c.top_inclusive:
+            problems.append("%s %s: no preon group or no top functions" % (name, key))
+        if s.per_request("server") <= 0 or set(s.statuses) != {"200"}:
+            problems.append("%s %s: syscalls %r, answers %r" % (name, key, s.server, s.statuses))
+        if key in ("db", "fortunes", "queries", "updates") and (s.backends < 1 or s.per_request("postgres") <= 0):
+            problems.append("%s %s: no PostgreSQL backend traced" % (name, key))
+        pg = run.pg_counts.get(key)
+        if key in ("db", "fortunes", "queries", "updates") and (pg_required or "%s postgres" % key not in run.errors) \
+                and (pg is None or not pg.ir_per_request > 0 or pg.backends < 1 or set(pg.statuses) != {"200"}):
+            problems.append("%s %s: no count of PostgreSQL's instructions, or not every answer 200: %r" % (name, key,
+                                                                                                         pg))
+
+
+preon, stock = res.servers["preon"], res.servers.get("preon-stock")
+check_server("preon", preon, True)
+if stock is None:
+    problems.append("results.json: no preon-stock column")
+else:
+    check_server("preon-stock", stock, False)
+    # the stock build is another binary, on Debian's shared h2o: its top functions run in libh2o-evloop.so, the
+    # source build's in its own static copy, which the groups still name h2o (bench/measure/preon_build.py)
+    def in_shared_h2o(run):
+        return any("libh2o-evloop.so" in t["function"] for c in run.counts.values() for t in c.top_inclusive)
+    if stock.status == "ok" and (stock.argv[:1] == preon.argv[:1] or not in_shared_h2o(stock)):
+        problems.append("preon-stock: not the stock build (argv %r)" % stock.argv[:1])
+    if in_shared_h2o(preon) or not all("h2o" in c.by_group for c in preon.counts.values()):
+        problems.append("preon: not the source build, or its static h2o not told from its own code: %r" % (
+            {k: c.by_group for k, c in preon.counts.items()}))
 for key, _, _, _ in TESTS:
-    c, s = preon.counts.get(key), preon.syscalls.get(key)
-    if c is None or s is None:
-        problems.append("%s: no instruction count or no syscall count for preon" % key)
-        continue
-    if not c.ir_per_request > 0 or c.ir2 <= c.ir1:
-        problems.append("%s: instructions per request %r (runs %d, %d)" % (key, c.ir_per_request, c.ir1, c.ir2))
-    if set(c.statuses) != {"200"} or sum(c.statuses.values()) != c.n2:
-        problems.append("%s: the counted requests' answers %r, expected %d × 200" % (key, c.statuses, c.n2))
-    if abs(sum(c.by_group.values()) - c.ir_per_request) > 0.05 * c.ir_per_request + 50:
-        problems.append("%s: groups sum to %.0f, the total is %.0f" % (key, sum(c.by_group.values()), c.ir_per_request))
-    if "preon" not in c.by_group or not c.top_inclusive:
-        problems.append("%s: no preon group or no top functions" % key)
-    if s.per_request("server") <= 0 or set(s.statuses) != {"200"}:
-        problems.append("%s: syscalls %r, answers %r" % (key, s.server, s.statuses))
-    if key in ("db", "fortunes", "queries", "updates") and (s.backends < 1 or s.per_request("postgres") <= 0):
-        problems.append("%s: no PostgreSQL backend traced" % key)
-    pg = preon.pg_counts.get(key)
-    if key in ("db", "fortunes", "queries", "updates") and (
-            pg is None or not pg.ir_per_request > 0 or pg.backends < 1 or set(pg.statuses) != {"200"}):
-        problems.append("%s: no count of PostgreSQL's instructions, or not every answer 200: %r" % (key, pg))
     if "| %s |" % LABEL[key] not in report:
         problems.append("report.md: no row for %s" % LABEL[key])
+for title, head in (("## User-space instructions per request", "| preon | preon, stock build | TFB h2o | "
+                     "preon / TFB h2o | preon / stock build |"),
+                    ("## System calls per request", "| test | preon | preon, stock build | TFB h2o | preon / TFB h2o "
+                     "| preon / stock build |")):
+    part = report.split(title)[-1].split("\n## ")[0]
+    if head not in part:
+        problems.append("report.md: %r has no stock build column (%r)" % (title, head))
 tfb = res.servers["tfb-h2o"]
 if not tfb.status.startswith("not built") or "Not measured: not built" not in report:
     problems.append("TFB h2o: status %r; report.md must say why it is absent" % tfb.status)

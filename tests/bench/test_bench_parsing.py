@@ -315,6 +315,23 @@ garbage line
         self.assertEqual(cost_report.paired([1.0], [1.0]), "-")
         self.assertEqual(cost_report.paired([2.0, 3.0, 0.0], [1.0, 3.0, 5.0]), "1.50× (1.00–2.00)")
 
+    def test_other_builds_beside_preon(self):
+        # throughput.py's table of preon's other builds: ranges apart give a plain ratio, overlapping ranges "within
+        # noise"; the round-by-round ratio beside; a run without them has no such table
+        build = {"binary": "/b/preon", "commit": "abc", "deps": "system", "bytes": 1}
+        med = {"db": {"preon": {"per_round": [110.0, 100.0, 105.0]}, "preon-stock": {"per_round": [80.0, 85.0, 90.0]}},
+               "json": {"preon": {"per_round": [100.0, 90.0, 95.0]}, "preon-stock": {"per_round": [96.0, 99.0, 91.0]}}}
+        res = {"status": {"preon": "ok", "preon-stock": "ok", "preon-previous": "not run"},
+               "builds": {"preon": dict(build, deps="source"), "preon-stock": build},
+               "variants": {"plain": {"medians": med}}}
+        text = "\n".join(throughput_report.builds_rows(res))
+        self.assertIn("| /db (c64) | 105 (100–110) | 85 (80–90) | 1.24× | 1.18× (1.17–1.38) |", text)
+        self.assertIn("| /json (c64) | 95 (90–100) | 96 (91–99) | 0.99× (within noise) | 1.04× (0.91–1.04) |", text)
+        self.assertIn("PREON_DEPS=system: Debian's shared", text)
+        self.assertNotIn("previous build", text)
+        res["status"]["preon-stock"] = "not built (/b/preon)"
+        self.assertEqual(throughput_report.builds_rows(res), [])
+
     def test_the_same_server_twice(self):
         # the twin's column: preon-twin where it ran, else the preon-cN of the choice shipped preon recorded
         tp = {"out": "throughput", "partition": {"sentence": "load generator on CPU 0"}, "duration": 4, "rounds": 3,

@@ -28,6 +28,7 @@
 #include "preon/db.h"
 #include "preon/errors.h"
 #include "preon/log.h"
+#include "preon/server.h"
 #include "preon/metrics.h"
 
 extern char **environ;
@@ -297,7 +298,9 @@ int main(int argc, char **argv)
     preon_log_attach();
     h2o_evloop_t *loop = h2o_evloop_create();
     preon_db_counters_init(&counters, NSTMTS);
-    preon_db_pool_t *pool = preon_db_pool_create(loop, &cfg, target, stmts, NSTMTS, &counters, "drive");
+    preon_db_settings_t settings;
+    preon_server_db_settings(&cfg, &settings); /* as preon's threads get theirs */
+    preon_db_pool_t *pool = preon_db_pool_create(loop, &settings, target, stmts, NSTMTS, &counters, "drive");
 
     static char line[8192], c[4096];
     while (fgets(line, sizeof(line), stdin) != NULL) {

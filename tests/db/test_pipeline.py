@@ -419,6 +419,31 @@ class PipelineTest(unittest.TestCase):
         self.assertOutcomesMatch(d)
         d.finish(self)
 
+    def test_writes_priced_apart_from_reads(self):
+        """A write's answer waits for its commit (with synchronous_commit on, the WAL flush): here fakepg holds each
+        write 20 ms and answers a read at once. After a stretch of writes (one at a time, for about a second), a
+        request of 200 reads queued behind 20 more writes waits for those writes and reads, about 0.4 s: let in, as
+        are the two behind it. Priced alike, every query at the recent busy time's rate per query (the writes'
+        then), the same request looked like 220 writes, seconds against the bound of 1 s, and was refused."""
+        s = self.server(statements=statements(fruit_add=[{"kind": "delay", "ms": 20}]))
+        d = self.drive(s, sync="request")
+        self.assertTrue(d.ready(5000 * SLOW)["ok"], d.stderr())
+        subs = []
+        for _ in range(16):  # the reads measured alone: 640 of them, more than the estimate needs to be trusted
+            subs.append(d.submit("fruits_all", 40))
+            d.run(20)
+        for i in range(60):  # a stretch of writes, each answered before the next
+            subs.append(d.submit("fruit_add", 1, "w%d" % i))
+            d.run(20)
+        subs += [d.submit("fruit_add", 1, "x%d" % i) for i in range(20)]
+        reads = [d.submit("fruits_all", 200) for _ in range(3)]
+        self.assertTrue(d.idle(10000)["ok"], d.stderr())
+        self.assertEqual([r["rv"] for r in subs + reads], ["OK"] * len(subs + reads), d.stderr())
+        for r in reads:
+            self.assertEqual({e["ev"] for e in d.callbacks(r["req"])}, {"result"}, d.callbacks(r["req"])[:3])
+        self.assertOutcomesMatch(d)
+        d.finish(self)
+
     def test_write_larger_than_the_socket_takes(self):
         """libpq's bytes leave once per loop pass (queued Syncs, one PQflush per connection). A batch far larger than the socket
         takes (a reader with a 4 KB window behind a socket whose send buffer is at most 4 MB here: 1,800 queries of

@@ -137,7 +137,7 @@ def self_test(tree):
         if not check(tree, name):
             print("self-test: %s was not caught" % name)
             return 1
-    real = ["`preon_db_pool_done`", "`preon_dbreq_ops_t.syncs`", "`src/db/pool.c`", "`database.sync`",
+    real = ["`preon_db_owner_t.done`", "`preon_dbreq_ops_t.syncs`", "`src/db/pool.c`", "`database.sync`",
             "`integration.lazyread`", "`internal.h`", "`preon_dbreq_ops_t.on_result`", "`/fruits`", "`query`"]
     for name in real:
         if check(tree, name):

@@ -27,7 +27,11 @@ LAYERS_MAX = 20 * 1000 * 1000  # runtime layers above debian:bookworm-slim, in D
 
 
 def docker(*args, check=True, timeout=600):
-    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=timeout)
+    """Runs docker; with `check`, a failure is an AssertionError that shows the end of what docker printed."""
+    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError("docker %s: exit %d\n%s" % (" ".join(args[:3]), r.returncode, (r.stdout + r.stderr)[-4000:]))
+    return r
 
 
 def inspect(obj, fmt):

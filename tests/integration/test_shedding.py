@@ -124,7 +124,7 @@ class SheddingTest(unittest.TestCase):
         # What wrk left unread when it stopped ran for nothing: at most what the queue admits, one bound's worth of
         # service (max_queue_wait_ms, 1 s, at the rate served), twice over for the estimate's error, plus what each
         # of the two database connections had handed to libpq, which cannot be taken back: a batch of at least 64
-        # queries once the rate is measured (preon_db_batch_cap's floor, src/db/shed.c), and the request of 20 that
+        # queries once the rate is measured (preon__db_batch_cap's floor, src/db/shed.c), and the request of 20 that
         # straddles its end. One request per connection was counted before: under ASan, where 109 requests were
         # served in 12 s, 21 ran for nothing against a bound of 20. Every other query served an answer.
         self.assertGreaterEqual(ran, served)

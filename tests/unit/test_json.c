@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "preon/errors.h"
 #include "preon/json.h"
 
 /* Writes one fruit and compares the exact bytes. */
@@ -57,8 +58,8 @@ static void test_embedded_nul_and_invalid_utf8(void **state)
     /* refused whole: nothing written */
     static const char *const bad[] = {"\xff\xfe", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "ab\xc3"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(preon_json_fruit(&out, 5, bad[i], strlen(bad[i])), -1);
-        assert_int_equal(preon_json_string(&out, bad[i], strlen(bad[i])), -1);
+        assert_int_equal(preon_json_fruit(&out, 5, bad[i], strlen(bad[i])), PREON_EINVAL);
+        assert_int_equal(preon_json_string(&out, bad[i], strlen(bad[i])), PREON_EINVAL);
     }
     assert_int_equal(out.len, 0);
     h2o_mem_clear_pool(&pool);

@@ -31,6 +31,7 @@ import (
 // Record is one line of the history: an operation, or a nemesis interval (Nemesis set).
 type Record struct {
 	Client  int     `json:"client"`
+	Slot    *int    `json:"slot"` // a pipelined client's operation: its place in the write that sent it
 	Op      string  `json:"op"`   // get, put, post, delete
 	ID      *int64  `json:"id"`   // the row; for a post, the id it answered (nil when unknown)
 	Name    *string `json:"name"` // written (put, post) or read (get 200)
@@ -68,11 +69,13 @@ func classify(r *Record) string {
 
 // Input and Output of a model step; the state of one key is its name, "" when absent (names are never empty).
 type Input struct {
-	Op    string
-	Key   string
-	Name  string
-	Class string
-	Index int // line of the history, for the report
+	Op     string
+	Key    string
+	Name   string
+	Class  string
+	Index  int // line of the history, for the report
+	Client int // ... and who sent it (Slot: its place in a pipelined write, -1 when alone on its connection)
+	Slot   int
 }
 
 type Output struct {
@@ -222,6 +225,17 @@ func read(r io.Reader) (*History, error) {
 		}
 	}
 	forever := last + 1 // after every other event
+	// Porcupine draws each client's operations on one row: a pipelined client's operations of one write are in
+	// flight together (their intervals overlap, and nothing else orders them), so each place in a write gets a row
+	// of its own. The check itself knows only the intervals.
+	rows := map[[2]int]int{}
+	row := func(rec *Record) int {
+		key := [2]int{rec.Client, slot(rec)}
+		if _, ok := rows[key]; !ok {
+			rows[key] = len(rows)
+		}
+		return rows[key]
+	}
 	// Which write put a name: names are unique, so a name seen under an id tells which post created that id.
 	writer, seenAt := map[string]int{}, map[string]int64{}
 	for i, rec := range recs {
@@ -283,14 +297,22 @@ func read(r io.Reader) (*History, error) {
 			}
 		}
 		h.Ops = append(h.Ops, porcupine.Operation{
-			ClientId: rec.Client,
-			Input:    Input{Op: rec.Op, Key: key, Name: name, Class: class, Index: i + 1},
+			ClientId: row(&rec),
+			Input:    Input{Op: rec.Op, Key: key, Name: name, Class: class, Index: i + 1, Client: rec.Client, Slot: slot(&rec)},
 			Call:     rec.Call,
 			Output:   Output{Status: rec.Status, Name: outName},
 			Return:   ret,
 		})
 	}
 	return h, nil
+}
+
+// slot is a pipelined operation's place in its write, -1 for one alone on its connection.
+func slot(rec *Record) int {
+	if rec.Slot == nil {
+		return -1
+	}
+	return *rec.Slot
 }
 
 func idText(id *int64) string {
@@ -351,7 +373,12 @@ func involved(ops []porcupine.Operation, timeout time.Duration) []string {
 }
 
 func times(op porcupine.Operation) string {
-	return fmt.Sprintf("  [client %d, %.3f s .. %s]", op.ClientId, float64(op.Call)/1e9, ret(op))
+	in := op.Input.(Input)
+	who := fmt.Sprintf("client %d", in.Client)
+	if in.Slot >= 0 {
+		who += fmt.Sprintf(", pipelined #%d", in.Slot)
+	}
+	return fmt.Sprintf("  [%s, %.3f s .. %s]", who, float64(op.Call)/1e9, ret(op))
 }
 
 func ret(op porcupine.Operation) string {
