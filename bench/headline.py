@@ -10,7 +10,8 @@ is KIND's table of FOLDER/results.json (a folder under bench/published/): `publi
 summary (bench/run.py --suite published: posts 000, 001, 004 and the build, with the posts' own figures from
 bench/reference/ in a column of their own), `brief` a few of its rows cut to their headline figures, `fixed` the
 database path at fixed loads (bench/run.py --scenario fixed: CPU per request, p99 and knees; README's),
-`fixed-agreement FOLDER FIRST` two runs of it side by side (CPU per request in FIRST and FOLDER, knees), `throughput`
+`fixed-agreement FOLDER FIRST` two runs of it side by side (CPU per request in FIRST and FOLDER, knees),
+`fixed-cores FOLDER FIRST` the same with the stacks on one CPU in FIRST and on two in FOLDER, `throughput`
 the throughput table against TechEmpower's C entry (bench/throughput.py), and
 `section FOLDER PREFIX` the section of FOLDER's report (rendered again by bench/run.py or bench/throughput.py)
 whose heading starts with PREFIX, without its heading.
@@ -350,8 +351,17 @@ def render_fixed_agreement(path, refs, first):
     return fixed.agreement_table(record.load(os.path.join(REPO, first, "results.json")), record.load(path))
 
 
+def render_fixed_cores(path, refs, first):
+    """The same targets of the fixed scenario on one CPU (`first`, a folder) and on two (this one): CPU per request
+    at the common rate in both, and their ratio."""
+    from scenarios import fixed  # noqa: PLC0415 - the renderer of that scenario
+    return fixed.agreement_table(record.load(os.path.join(REPO, first, "results.json")), record.load(path),
+                                 what="the stack on one CPU → on two")
+
+
 KINDS = {"published": render_published, "brief": render_brief, "throughput": render_throughput,
-         "section": render_section, "fixed": render_fixed, "fixed-agreement": render_fixed_agreement}
+         "section": render_section, "fixed": render_fixed, "fixed-agreement": render_fixed_agreement,
+         "fixed-cores": render_fixed_cores}
 
 
 def generate(text, refs):

@@ -308,27 +308,36 @@ def cpu_at(rec, n, req, rate, s="fixed"):
     return statistics.median(st["target_us"] + st["pg_us"] for st in steps) if steps else None
 
 
-def agreement_table(a, b, s="fixed"):
+def agreement_table(a, b, s="fixed", what="first → second run"):
     """Two runs of the scenario side by side: CPU per request (the target's + PostgreSQL's) at the common rate of
-    each on the read and the write, and each ladder's knee, for the targets both ran; the ratio b / a."""
+    each on the read and the write, for the targets both ran, and the ratio b / a; each ladder's knee in both where
+    both climbed the same ladder. `what` names the two runs in the headings (a → b)."""
     rate = a.need("params", "fx_common")
     if b.need("params", "fx_common") != rate:
         raise record.RecordError("%s and %s compare CPU per request at different rates" % (a.where, b.where))
+    same_ladder = a.need("params", "fx_rates") == b.need("params", "fx_rates")
+    both = [x for x in a.targets if x in b.targets]
+    reqs = [r for r in ("fruits", "write") if r in requests_of(a.params) and r in requests_of(b.params)]
     rows = []
-    for n in [x for x in a.targets if x in b.targets]:
+    for n in both:
         row = [n]
-        for req in ("fruits", "write"):
+        for req in reqs:
             x, y = cpu_at(a, n, req, rate, s), cpu_at(b, n, req, rate, s)
             row.append("%s → %s (%s)" % (_us(x), _us(y), "%.2f×" % (y / x) if x and y else "-"))
-        for req in ("fruits", "write"):
-            ka, kb = knees(a, s, n, req), knees(b, s, n, req)
+        if same_ladder:
             first = a.need("params", "fx_rates")[0]
-            row.append("%s → %s" % (knee_text(ka[0], ka[1], first), knee_text(kb[0], kb[1], first)))
+            for req in reqs:
+                ka, kb = knees(a, s, n, req), knees(b, s, n, req)
+                row.append("%s → %s" % (knee_text(ka[0], ka[1], first), knee_text(kb[0], kb[1], first)))
         rows.append(row)
     c = "{:,}".format(rate)
-    return md_table(["stack", "read: CPU µs/request at %s/s, first → second run (ratio)" % c,
-                     "write: CPU µs/request at %s/s, first → second run (ratio)" % c, "read: knee, req/s",
-                     "write: knee, req/s"], rows)
+    head = ["stack"] + ["%s: CPU µs/request at %s/s, %s (ratio)" % (LABEL_SHORT[r], c, what) for r in reqs]
+    if same_ladder:
+        head += ["%s: knee, req/s" % LABEL_SHORT[r] for r in reqs]
+    return md_table(head, rows)
+
+
+LABEL_SHORT = {"hello": "/hello", "fruits": "read", "write": "write"}
 
 
 def headline_table(rec, s="fixed"):

@@ -113,6 +113,12 @@ class RenderTest(unittest.TestCase):
         # b: 80 + 20 µs in the first run, 88 + 20 in the second
         self.assertIn("| b | 100 → 108 (1.08×) | 100 → 108 (1.08×) | ≥ 400 → ≥ 400 | ≥ 400 → ≥ 400 |", text)
         self.assertIn("| c | - → - (-) |", text)  # it failed both runs
+        # another ladder (a shorter one, or another partition's run): CPU per request only, no knees
+        short = made_up()
+        short["params"] = dict(short["params"], fx_rates=short["params"]["fx_rates"][:1])
+        text = fixed.agreement_table(record.run_from(first), record.run_from(short), what="one CPU → two")
+        self.assertIn("read: CPU µs/request at 100/s, one CPU → two (ratio)", text)
+        self.assertNotIn("knee", text)
         second["params"] = dict(second["params"], fx_common=200)
         with self.assertRaisesRegex(record.RecordError, "at different rates"):
             fixed.agreement_table(record.run_from(first), record.run_from(second))
