@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Sourced by the peers' build.sh and run.sh: installing what is missing, telling whether a build is stale,
-# building before a run, and the database URL the services get.
+# Sourced by the peers' build.sh and run.sh: installing what is missing, telling whether a build is stale (a native
+# build's too), what a native build records, building before a run, and the database URL the services get.
 
 # Installs, with apt-get, whichever of the Debian packages given is missing.
 peers_need() {
@@ -35,6 +35,32 @@ peers_stale() {
 peers_report() {
     local name=$1 start=$2 what=$3
     echo "$name: $what in $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s"
+}
+
+# A native peer's build.sh before it builds: true, after saying NAME is up to date (the time since START), when BIN
+# is newer than the SOURCES given and, once the toolchain in GRAALVM_HOME is complete, than its .complete mark; the
+# caller exits then.
+peers_native_fresh() {
+    local name=$1 start=$2 bin=$3
+    shift 3
+    local sources=("$@")
+    [ -e "$GRAALVM_HOME/.complete" ] && sources+=("$GRAALVM_HOME/.complete")
+    if ! peers_stale "$bin" "${sources[@]}"; then
+        peers_report "$name" "$start" "up to date"
+        return 0
+    fi
+    return 1
+}
+
+# A native peer's build.sh once built: the builder's peak RSS and time from OUT/build/native.log, and its
+# configuration lines, kept in OUT/build/native-image-build.txt for the records (bench/measure/report.py reads them
+# into each run's header; "Graal compiler: optimization level: 2, target machine: x86-64-v3" among them), each
+# printed after "NAME: ".
+peers_native_record() {
+    local name=$1 out=$2
+    grep -E "Peak RSS|Finished generating" "$out/build/native.log" | tail -n 2 | sed "s/^ */$name: /" || true
+    grep -E "^[ -]*(Java version|Graal compiler|C compiler|Garbage collector):" "$out/build/native.log" | sed 's/^ *//' >"$out/build/native-image-build.txt" || true
+    sed "s/^/$name: /" "$out/build/native-image-build.txt"
 }
 
 # What run.sh does before it execs the service in DIR: no build (a start time measures the service alone),

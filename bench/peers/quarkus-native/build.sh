@@ -25,11 +25,7 @@ if [ -z "${GRAALVM_HOME:-}" ]; then
 fi
 # shellcheck disable=SC2046 # one file name per line, no spaces in them
 SOURCES=("$SRC/pom.xml" "$HERE/build.sh" "$OUT/build.sh" "$GRAALVM_HOME/bin/native-image" $(find "$SRC/src" "$HERE"/../jvm-common -type f))
-[ -e "$GRAALVM_HOME/.complete" ] && SOURCES+=("$GRAALVM_HOME/.complete")
-if ! peers_stale "$BIN" "${SOURCES[@]}"; then
-    peers_report "$NAME" "$start" "up to date"
-    exit 0
-fi
+peers_native_fresh "$NAME" "$start" "$BIN" "${SOURCES[@]}" && exit 0
 export JAVA_HOME=$GRAALVM_HOME
 m2=${MAVEN_REPO:-$HOME/.m2/repository}
 offline=()
@@ -52,9 +48,5 @@ touch "$m2/.preon-peer-$NAME-$(sha1sum "$SRC/pom.xml" | cut -c1-12)"
 mkdir -p "$OUT/build/lib"
 find "$OUT/build/$ART-native-image-source-jar/lib" -maxdepth 1 -name '*.so' -exec cp {} "$OUT/build/lib/" \;
 mv "$OUT/build/$ART-runner" "$BIN"
-grep -E "Peak RSS|Finished generating" "$OUT/build/native.log" | tail -n 2 | sed "s/^ */$NAME: /" || true
-# What the executable is, kept beside it for the records (bench/measure/report.py reads it into each run's header):
-# the builder's configuration lines, among them "Graal compiler: optimization level: 2, target machine: x86-64-v3".
-grep -E "^[ -]*(Java version|Graal compiler|C compiler|Garbage collector):" "$OUT/build/native.log" | sed 's/^ *//' >"$OUT/build/native-image-build.txt" || true
-sed "s/^/$NAME: /" "$OUT/build/native-image-build.txt"
+peers_native_record "$NAME" "$OUT"
 peers_report "$NAME" "$start" "built"

@@ -28,11 +28,7 @@ if [ -z "${GRAALVM_HOME:-}" ]; then
 fi
 # shellcheck disable=SC2046 # one file name per line, no spaces in them
 SOURCES=("$SRC/pom.xml" "$HERE/build.sh" "$OUT/build.sh" "$GRAALVM_HOME/bin/native-image" $(find "$SRC/src" "$HERE"/../jvm-common "$HERE"/../spring-common -type f))
-[ -e "$GRAALVM_HOME/.complete" ] && SOURCES+=("$GRAALVM_HOME/.complete")
-if ! peers_stale "$BIN" "${SOURCES[@]}"; then
-    peers_report "$NAME" "$start" "up to date"
-    exit 0
-fi
+peers_native_fresh "$NAME" "$start" "$BIN" "${SOURCES[@]}" && exit 0
 export JAVA_HOME=$GRAALVM_HOME
 m2=${MAVEN_REPO:-$HOME/.m2/repository}
 mark="$m2/.preon-peer-$NAME-$(sha1sum "$SRC/pom.xml" | cut -c1-12)"
@@ -48,8 +44,5 @@ if ! (cd "$SRC" && "${cmd[@]}") >"$OUT/build/native.log" 2>&1 || [ ! -x "$BIN" ]
     exit 1
 fi
 mkdir -p "$m2" && touch "$mark"
-grep -E "Peak RSS|Finished generating" "$OUT/build/native.log" | tail -n 2 | sed "s/^ */$NAME: /" || true
-# What the executable is, kept beside it for the records (bench/measure/report.py reads it into each run's header).
-grep -E "^[ -]*(Java version|Graal compiler|C compiler|Garbage collector):" "$OUT/build/native.log" | sed 's/^ *//' >"$OUT/build/native-image-build.txt" || true
-sed "s/^/$NAME: /" "$OUT/build/native-image-build.txt"
+peers_native_record "$NAME" "$OUT"
 peers_report "$NAME" "$start" "built"
