@@ -9,7 +9,8 @@ to a DATE folder of bench/published/ in them: written from the top of the tree (
 text or a headline block) or relative to the doc (a link such as ../published/… in bench/peers/README.md). It fails
 when:
   - a recorded run is cited by no doc (it is a dataset, not a record of anything said: `git rm -r` it; git keeps it),
-  - a citation names a folder or file that does not exist.
+  - a citation names a folder or file that does not exist,
+  - there are more than MAX_RUNS recorded runs (the current answers need no more; superseded runs leave the tree).
 --self-test runs both verdicts on a made-up tree. Exit 0, or one line per problem and exit 1."""
 import glob
 import os
@@ -22,6 +23,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CITATION = re.compile(r"[A-Za-z0-9._/-]*published/[0-9]{4}-[0-9]{2}-[0-9]{2}[A-Za-z0-9._/-]*")
 RECORDS = "bench/published/"
+MAX_RUNS = 25
 
 
 def recorded_runs(root):
@@ -74,8 +76,11 @@ def citations(root):
     return cited
 
 
-def problems(root):
+def problems(root, max_runs=MAX_RUNS):
     runs, cited, out = recorded_runs(root), citations(root), []
+    if len(runs) > max_runs:
+        out.append("bench/published/: %d recorded runs, more than %d (remove the superseded ones; git keeps them)" % (
+            len(runs), max_runs))
     covered = set()
     for path, docs in sorted(cited.items()):
         if not os.path.exists(os.path.join(root, path)):
@@ -108,8 +113,9 @@ def self_test():
             f.write("[a](../published/2026-01-01/by-a-peer/report.md) [b](../published/2026-01-01/deleted/report.md)\n")
         with open(os.path.join(root, "CHANGELOG.md"), "w") as f:
             f.write("see bench/published/2026-01-01/removed-since\n")
-        got = problems(root)
-        want = ["bench/peers/README.md: cites bench/published/2026-01-01/deleted/report.md, which does not exist",
+        got = problems(root, max_runs=3)
+        want = ["bench/published/: 4 recorded runs, more than 3 (remove the superseded ones; git keeps them)",
+                "bench/peers/README.md: cites bench/published/2026-01-01/deleted/report.md, which does not exist",
                 "docs/x.md: cites bench/published/2026-01-01/gone/report.md, which does not exist",
                 "CHANGELOG.md: cites bench/published/2026-01-01/removed-since, which does not exist",
                 "bench/published/2026-01-01/orphan: a recorded run no doc cites (cite it, or git rm -r it)"]
