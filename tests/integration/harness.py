@@ -333,6 +333,16 @@ def value(samples, name, **labels):
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+def read_until_close(s):
+    """Everything a socket receives until the peer closes it."""
+    buf = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return buf
+        buf += chunk
+
+
 def read_response(f):
     """Reads one HTTP/1.1 answer (Content-Length framed) from a buffered file: (status, headers, body)."""
     line = f.readline()

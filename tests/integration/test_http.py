@@ -4,7 +4,14 @@ import email.utils
 import json
 import socket
 
-from harness import HTTP2_BOUNDED, PreonTestCase, main
+from harness import HTTP2_BOUNDED, PreonTestCase, main, read_until_close
+
+
+def whole(buf):
+    """Whether buf holds a whole answer framed by Content-Length."""
+    head, sep, body = buf.partition(b"\r\n\r\n")
+    length = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+    return bool(sep and length) and len(body) >= length[0]
 
 
 def raw(port, data, until_close=False):
@@ -13,17 +20,14 @@ def raw(port, data, until_close=False):
         s.sendall(data)
         if until_close:
             s.shutdown(socket.SHUT_WR)
+            return read_until_close(s)
         buf = b""
-        while True:
+        while not whole(buf):
             chunk = s.recv(65536)
             if not chunk:
-                return buf
+                break
             buf += chunk
-            if not until_close and b"\r\n\r\n" in buf:
-                head, _, body = buf.partition(b"\r\n\r\n")
-                length = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
-                if length and len(body) >= length[0]:
-                    return buf
+        return buf
 
 
 def parse(resp):

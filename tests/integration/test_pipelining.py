@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from harness import SANITIZED, SLOW, WRAPPER, Preon, PreonTestCase, main, raise_fd_limit, scaled
+from harness import SANITIZED, SLOW, WRAPPER, Preon, PreonTestCase, main, raise_fd_limit, read_until_close, scaled
 
 EXPECTED = {"/plaintext": (200, b"Hello, World!"), "/json": (200, b'{"message":"Hello, World!"}'),
             "/nope": (404, b'{"error":"no such resource","status":404}')}
@@ -57,15 +57,6 @@ def count_tcp(pid, port):
     out = subprocess.run(["ss", "-Htnp", "state", "established", "( sport = :%d )" % port], capture_output=True,
                          text=True).stdout
     return sum(1 for l in out.splitlines() if "pid=%d," % pid in l)
-
-
-def read_until_close(s):
-    buf = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            return buf
-        buf += chunk
 
 
 class PipeliningTest(PreonTestCase):
