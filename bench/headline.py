@@ -11,7 +11,9 @@ summary (bench/run.py --suite published: posts 000, 001, 004 and the build, with
 bench/reference/ in a column of their own), `brief` a few of its rows cut to their headline figures, `fixed` the
 database path at fixed loads (bench/run.py --scenario fixed: CPU per request, p99 and knees; README's),
 `fixed-agreement FOLDER FIRST` two runs of it side by side (CPU per request in FIRST and FOLDER, knees),
-`fixed-cores FOLDER FIRST` the same with the stacks on one CPU in FIRST and on two in FOLDER, `throughput`
+`fixed-cores FOLDER FIRST` the same with the stacks on one CPU in FIRST and on two in FOLDER, `matrix` post
+002's resource matrix turned (a row per image: each cap's warm rate and memory under load, or what stopped it; the
+post's Quarkus JVM figures in a last row), `throughput`
 the throughput table against TechEmpower's C entry (bench/throughput.py), and
 `section FOLDER PREFIX` the section of FOLDER's report (rendered again by bench/run.py or bench/throughput.py)
 whose heading starts with PREFIX, without its heading.
@@ -149,6 +151,60 @@ def matrix_cell(runs, n, label):
         result = c["result"] if len(c["result"]) <= 80 else c["result"][:79] + "…"
         return result + (" under ab" if c.get("warm") else " at start")
     return "%s; %.1f MiB" % ("{:,.0f}".format(c["warm"]["rps"]), c["load_mem_bytes"] / 1048576.0)
+
+
+MATRIX_CAPS = [("memory 100 MiB, cpus 0.5", "100MB/0.5 CPU"), ("memory 200 MiB, cpus 1", "200MB/1 CPU"),
+               ("memory 300 MiB, cpus 2", "300MB/2 CPU")]
+
+
+def _matrix_stop(c):
+    """A matrix cell whose image did not serve, in a few words: killed by the kernel under ab (at the memory docker
+    stats saw last) or at start, exited at start with its code (a buildpack's memory calculator, or the JVM's own
+    exit), or not ready in time; any other reason as the record has it."""
+    result = c["result"]
+    if result == "OOM-killed":
+        if c.get("warm") is None:
+            return "OOM-killed at start"
+        mem = c.get("load_mem_bytes")
+        return "OOM-killed under ab" + (" at %.1f MiB" % (mem / 1048576.0) if mem else "")
+    code = re.search(r"exited at start \(\{'exit_code': (\d+)", result)
+    if code:
+        return "exited at start (code %s)" % code.group(1)
+    ready = re.search(r"did not become ready within (\d+)s", result)
+    if ready:
+        return "not ready in %s s" % ready.group(1)
+    return result if len(result) <= 80 else result[:79] + "…"
+
+
+def render_matrix(path, refs, _=None):
+    """Post 002's matrix (bench/run.py --scenario matrix) turned: a row per image (NAME-image is NAME), a column per
+    cap with ab's warm req/s and the container's memory under load (docker stats peak), or what stopped it (OOM-killed,
+    exited, did not start: matrix_cell), a cell's failed requests when any; then start → first 200 on the database
+    path at each cap; last, the post's own Quarkus JVM row (its hardware, MySQL)."""
+    rec = record.load(path)
+    runs = rec.runs("matrix")
+
+    def cell(n, label):
+        c = (runs.get(n) or {}).get(label)
+        if not isinstance(c, dict) or c.get("result") == "ok":
+            text = matrix_cell(runs, n, label)
+            return text + ("; %s failed" % "{:,}".format(c["failed"]) if isinstance(c, dict) and c.get("failed")
+                           else "")
+        return _matrix_stop(c)
+
+    def boots(n):
+        ms = [(runs.get(n) or {}).get(label, {}).get("boot_ms") for label, _ in MATRIX_CAPS]
+        return " / ".join("-" if v is None else "{:,.0f}".format(v) for v in ms)
+
+    post = published_docker.load()["matrix"]["rows"]
+    jvm = [post[key]["quarkus-jvm"] for _, key in MATRIX_CAPS]
+    rows = [[_same_stack(n)] + [cell(n, label) for label, _ in MATRIX_CAPS] + [boots(n)] for n in rec.targets]
+    rows.append(["post 002's Quarkus JVM (their hardware, MySQL)"]
+                + ["RAM under load %s MB%s" % (j["load_mb"], "; %s failed" % j["failed"] if "failed" in j else "")
+                   for j in jvm]
+                + [" / ".join("{:,.0f}".format(j["boot_s"] * 1000) for j in jvm)])
+    return md_table(["stack"] + ["%s: warm req/s; RAM under load" % key.replace("MB/", " MB / ") for _, key in MATRIX_CAPS]
+                    + ["start → first 200 on the DB path, ms (each cap)"], rows)
 
 
 class _Dash(Exception):
@@ -361,7 +417,7 @@ def render_fixed_cores(path, refs, first):
 
 KINDS = {"published": render_published, "brief": render_brief, "throughput": render_throughput,
          "section": render_section, "fixed": render_fixed, "fixed-agreement": render_fixed_agreement,
-         "fixed-cores": render_fixed_cores}
+         "fixed-cores": render_fixed_cores, "matrix": render_matrix}
 
 
 def generate(text, refs):

@@ -77,6 +77,27 @@ class OverlayTest(unittest.TestCase):
                                          os.path.relpath(d, REPO))
             self.assertEqual((out["scenarios"]["limits"], "000" in out["scenarios"], ramp), ({"preon": {"k": 1}}, True, None))
 
+    def test_matrix_table_a_row_per_image(self):
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        import headline  # noqa: E402
+        caps = ["memory 100 MiB, cpus 0.5", "memory 200 MiB, cpus 1", "memory 300 MiB, cpus 2"]
+        ok = {"result": "ok", "boot_ms": 210.4, "warm": {"rps": 12345.6}, "load_mem_bytes": 4 * 1048576, "failed": 0}
+        matrix = {"preon-image": dict.fromkeys(caps, ok),
+                  "jvm-image": {caps[0]: {"result": "OOM-killed", "boot_ms": 3000, "warm": {"rps": 0},
+                                          "load_mem_bytes": 98.5 * 1048576, "failed": 20000},
+                                caps[1]: dict(ok, failed=7),
+                                caps[2]: {"result": "failed to start: jvm-image exited at start "
+                                                    "({'exit_code': 1, 'oom_killed': False})"}}}
+        with tempfile.TemporaryDirectory(dir=REPO) as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump({"date": "2026-12-05", "cpus": 2, "quick": False, "params": {},
+                           "targets": ["preon-image", "jvm-image"], "scenarios": {"matrix": matrix}}, f)
+            rows = headline.render_matrix(os.path.join(d, "results.json"), None).splitlines()
+        self.assertEqual(rows[2], "| preon | 12,346; 4.0 MiB | 12,346; 4.0 MiB | 12,346; 4.0 MiB | 210 / 210 / 210 |")
+        self.assertEqual(rows[3], "| jvm | OOM-killed under ab at 98.5 MiB | 12,346; 4.0 MiB; 7 failed | "
+                                  "exited at start (code 1) | 3,000 / 210 / - |")
+        self.assertTrue(rows[4].startswith("| post 002's Quarkus JVM (their hardware, MySQL) | RAM under load "), rows[4])
+
     def test_overlaid_runs_add_targets_and_merge_per_target(self):
         """(a) a target only an overlaid run has (NAME-image as NAME) is a column of its own, after the base's;
         (b) a scenario is merged target by target, not replaced; (c) several ramp004 runs are merged."""
