@@ -160,7 +160,8 @@ MATRIX_CAPS = [("memory 100 MiB, cpus 0.5", "100MB/0.5 CPU"), ("memory 200 MiB, 
 def _matrix_stop(c):
     """A matrix cell whose image did not serve, in a few words: killed by the kernel under ab (at the memory docker
     stats saw last) or at start, exited at start with its code (a buildpack's memory calculator, or the JVM's own
-    exit), or not ready in time; any other reason as the record has it."""
+    exit), not ready in time, or still under ab when the bench stopped waiting; any other reason as the record has
+    it."""
     result = c["result"]
     if result == "OOM-killed":
         if c.get("warm") is None:
@@ -173,6 +174,9 @@ def _matrix_stop(c):
     ready = re.search(r"did not become ready within (\d+)s", result)
     if ready:
         return "not ready in %s s" % ready.group(1)
+    stuck = re.search(r"Command '\['ab'.*timed out after (\d+) seconds", result)
+    if stuck:  # the image started and took ab's requests, but ab had not finished when the bench stopped waiting
+        return "ab unfinished after %s s" % stuck.group(1)
     return result if len(result) <= 80 else result[:79] + "…"
 
 
@@ -186,6 +190,8 @@ def render_matrix(path, refs, _=None):
 
     def cell(n, label):
         c = (runs.get(n) or {}).get(label)
+        if isinstance(c, dict) and c.get("result") == "ok" and not c["warm"]["rps"] and c.get("failed"):
+            return "served none (%s failed); %.1f MiB" % ("{:,}".format(c["failed"]), c["load_mem_bytes"] / 1048576.0)
         if not isinstance(c, dict) or c.get("result") == "ok":
             text = matrix_cell(runs, n, label)
             return text + ("; %s failed" % "{:,}".format(c["failed"]) if isinstance(c, dict) and c.get("failed")

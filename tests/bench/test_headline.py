@@ -87,16 +87,21 @@ class OverlayTest(unittest.TestCase):
                                           "load_mem_bytes": 98.5 * 1048576, "failed": 20000},
                                 caps[1]: dict(ok, failed=7),
                                 caps[2]: {"result": "failed to start: jvm-image exited at start "
-                                                    "({'exit_code': 1, 'oom_killed': False})"}}}
+                                                    "({'exit_code': 1, 'oom_killed': False})"}},
+                  "stuck-image": {caps[0]: {"result": "failed: Command '['ab', '-q', '-n', '10000', '-c', '100', "
+                                                      "'http://127.0.0.1:1/fruits']' timed out after 300 seconds"},
+                                  caps[1]: dict(ok, warm={"rps": 0.0}, failed=20000)}}
         with tempfile.TemporaryDirectory(dir=REPO) as d:
             with open(os.path.join(d, "results.json"), "w") as f:
                 json.dump({"date": "2026-12-05", "cpus": 2, "quick": False, "params": {},
-                           "targets": ["preon-image", "jvm-image"], "scenarios": {"matrix": matrix}}, f)
+                           "targets": ["preon-image", "jvm-image", "stuck-image"], "scenarios": {"matrix": matrix}}, f)
             rows = headline.render_matrix(os.path.join(d, "results.json"), None).splitlines()
         self.assertEqual(rows[2], "| preon | 12,346; 4.0 MiB | 12,346; 4.0 MiB | 12,346; 4.0 MiB | 210 / 210 / 210 |")
         self.assertEqual(rows[3], "| jvm | OOM-killed under ab at 98.5 MiB | 12,346; 4.0 MiB; 7 failed | "
                                   "exited at start (code 1) | 3,000 / 210 / - |")
-        self.assertTrue(rows[4].startswith("| post 002's Quarkus JVM (their hardware, MySQL) | RAM under load "), rows[4])
+        self.assertEqual(rows[4], "| stuck | ab unfinished after 300 s | served none (20,000 failed); 4.0 MiB | - | "
+                                  "- / 210 / - |")
+        self.assertTrue(rows[5].startswith("| post 002's Quarkus JVM (their hardware, MySQL) | RAM under load "), rows[5])
 
     def test_overlaid_runs_add_targets_and_merge_per_target(self):
         """(a) a target only an overlaid run has (NAME-image as NAME) is a column of its own, after the base's;
