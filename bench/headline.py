@@ -190,13 +190,14 @@ def render_matrix(path, refs, _=None):
 
     def cell(n, label):
         c = (runs.get(n) or {}).get(label)
-        if isinstance(c, dict) and c.get("result") == "ok" and not c["warm"]["rps"] and c.get("failed"):
-            return "served none (%s failed); %.1f MiB" % ("{:,}".format(c["failed"]), c["load_mem_bytes"] / 1048576.0)
-        if not isinstance(c, dict) or c.get("result") == "ok":
-            text = matrix_cell(runs, n, label)
-            return text + ("; %s failed" % "{:,}".format(c["failed"]) if isinstance(c, dict) and c.get("failed")
-                           else "")
-        return _matrix_stop(c)
+        if not isinstance(c, dict):
+            return "-"
+        if c.get("result") != "ok":
+            return _matrix_stop(c)
+        failed = "{:,}".format(c["failed"]) if c.get("failed") else None
+        if failed and not c["warm"]["rps"]:
+            return "served none (%s failed); %.1f MiB" % (failed, c["load_mem_bytes"] / 1048576.0)
+        return matrix_cell(runs, n, label) + ("; %s failed" % failed if failed else "")
 
     def boots(n):
         ms = [(runs.get(n) or {}).get(label, {}).get("boot_ms") for label, _ in MATRIX_CAPS]
@@ -352,11 +353,11 @@ def published_rows(path, refs, more=None):
                         "native images: " + "; ".join("%s %d MiB (%s)" % (svc, mib, "{:,.0f}".format(rps))
                                                       for svc, (mib, rps) in pub.items())])
     if "matrix" in sc:
-        label = "memory 100 MiB, cpus 0.5"
+        label, key = MATRIX_CAPS[0]
         rows.insert(len(rows) - 1, ["002, a 100 MB / 0.5 CPU container: ab -n 10000 -c 100 on the DB path, warm req/s; "
                                     "RAM under load"] + each(lambda n: matrix_cell(rec.runs("matrix"), n, label)) + [
                         "Quarkus JVM: boot {boot_s} s, RAM under load (MB) {load_mb}, {failed} failed".format(
-                            **published_docker.load()["matrix"]["rows"]["100MB/0.5 CPU"]["quarkus-jvm"])])
+                            **published_docker.load()["matrix"]["rows"][key]["quarkus-jvm"])])
     if "003" in sc:
         image = any("image_bytes" in (v or {}) for v in rec.runs("003").values())  # a run of the targets' images
         rows.insert(len(rows) - 1, [("003: docker run → first 200 on the DB path, ms / a repeat request, ms / image, MB"
